@@ -1,0 +1,318 @@
+/*
+ * call.c — the life of one client call: header and credential checks,
+ * procedure lookup, argument bounds and decode, the duplicate request cache,
+ * the handler, and the encoding of whichever reply ends it.  Handlers decide
+ * what to answer; this file owns how an answer reaches the wire.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/call.h"
+#include "daemon/conn.h"
+#include "daemon/log.h"
+#include "daemon/netaddr.h"
+#include "daemon/nfsd.h"
+#include "daemon/stats.h"
+#include "proto/xdr_util.h"
+
+#define NOBODY 65534u
+#define REPLY_MAX_BYTES (64u << 20)   /* bound on one encoded reply */
+
+static void call_free(struct nfsd_call *call)
+{
+	if (call->magic != CALL_MAGIC)
+		abort();
+	if (call->conn) {
+		list_del(&call->conn_link);
+		conn_call_done(call->conn);
+	}
+	if (call->args_zdr_live)
+		zdr_destroy(&call->args_zdr);
+	free(call->args);
+	free(call->record);
+	call->magic = 0;
+	stats.calls_in_flight--;
+	free(call);
+}
+
+void call_detach_conn(struct nfsd_call *call)
+{
+	list_del(&call->conn_link);
+	call->conn = NULL;
+}
+
+/* Send an encoded reply record (mark included) and store it in the DRC. */
+static void call_finish(struct nfsd_call *call, struct conn_out *out)
+{
+	if (call->drc) {
+		drc_complete(nfsd.drc, call->drc, out->data, out->len);
+		call->drc = NULL;
+	}
+	if (call->conn)
+		conn_send(call->conn, out);
+	else
+		free(out);
+	call_free(call);
+}
+
+static void call_send_header_only(struct nfsd_call *call, const uint8_t *hdr, size_t n)
+{
+	struct conn_out *out = conn_out_new(n + 4);
+
+	rpc_record_mark(out->data, (uint32_t)n);
+	memcpy(out->data + 4, hdr, n);
+	call_finish(call, out);
+}
+
+void call_reply_rpc_error(struct nfsd_call *call, enum rpc_accept_stat stat)
+{
+	uint8_t hdr[RPC_REPLY_MAX_HDR_BYTES];
+
+	if (stat == RPC_GARBAGE_ARGS)
+		stats.rpc_garbage_args++;
+	else
+		stats.rpc_rejected++;
+	if (call->drc) {   /* an error is not a result worth replaying */
+		drc_abandon(nfsd.drc, call->drc);
+		call->drc = NULL;
+	}
+	call_send_header_only(call, hdr, rpc_encode_accepted(hdr, call->hdr.xid, stat, 0, 0));
+}
+
+void call_drop(struct nfsd_call *call)
+{
+	if (call->drc) {
+		drc_abandon(nfsd.drc, call->drc);
+		call->drc = NULL;
+	}
+	call_free(call);
+}
+
+static size_t reply_size_hint(const struct nfsd_call *call)
+{
+	if (call->desc && call->desc->prog == NFS3_PROGRAM && call->args) {
+		switch (call->desc->proc) {
+		case NFS3PROC_READ:
+			return ((READ3args *)call->args)->count + 512;
+		case NFS3PROC_READDIR:
+			return ((READDIR3args *)call->args)->count + 512;
+		case NFS3PROC_READDIRPLUS:
+			return ((READDIRPLUS3args *)call->args)->maxcount + 512;
+		}
+	}
+	return 8192;
+}
+
+void call_reply(struct nfsd_call *call, void *res)
+{
+	size_t cap = reply_size_hint(call);
+
+	for (;;) {
+		struct conn_out *out = conn_out_new(4 + cap);
+		size_t n = rpc_encode_accepted(out->data + 4, call->hdr.xid, RPC_SUCCESS, 0, 0);
+		if (!call->desc->encode_res) {
+			out->len = 4 + n;
+			rpc_record_mark(out->data, (uint32_t)n);
+			call_finish(call, out);
+			return;
+		}
+		ZDR zdr;
+		zdrmem_create(&zdr, (char *)out->data + 4 + n, (uint32_t)(cap - n), ZDR_ENCODE);
+		if (call->desc->encode_res(&zdr, res)) {
+			n += zdr_getpos(&zdr);
+			zdr_destroy(&zdr);
+			out->len = 4 + n;
+			rpc_record_mark(out->data, (uint32_t)n);
+			call_finish(call, out);
+			return;
+		}
+		zdr_destroy(&zdr);
+		free(out);
+		if (cap >= REPLY_MAX_BYTES) {
+			log_error("call: cannot encode %s reply in %u bytes", call->desc->name,
+				  REPLY_MAX_BYTES);
+			call_reply_rpc_error(call, RPC_SYSTEM_ERR);
+			return;
+		}
+		cap *= 2;
+	}
+}
+
+void call_reply_jukebox(struct nfsd_call *call)
+{
+	if (call->desc->prog != NFS3_PROGRAM || !call->desc->encode_res) {
+		call_reply_rpc_error(call, RPC_SYSTEM_ERR);
+		return;
+	}
+	/* Every NFSv3 result starts with nfsstat3; the zeroed failure arm
+	 * encodes as "no attributes follow". */
+	void *res = calloc(1, call->desc->res_size);
+	if (!res)
+		abort();
+	*(uint32_t *)res = NFS3ERR_JUKEBOX_STATUS;
+	if (call->drc) {   /* the retry must run the call */
+		drc_abandon(nfsd.drc, call->drc);
+		call->drc = NULL;
+	}
+	call_reply(call, res);
+	free(res);
+}
+
+static void squash(struct rpc_cred *cred)
+{
+	if (cred->flavor != RPC_AUTH_SYS) {
+		/* AUTH_NONE is the anonymous user, as knfsd maps it */
+		cred->flavor = RPC_AUTH_SYS;
+		cred->uid = cred->gid = NOBODY;
+		cred->gids_len = 0;
+		snprintf(cred->machinename, sizeof(cred->machinename), "nfscached");
+		return;
+	}
+	if (nfsd.cfg.server_squash == SQUASH_ALL ||
+	    (nfsd.cfg.server_squash == SQUASH_ROOT && cred->uid == 0)) {
+		cred->uid = NOBODY;
+		cred->gid = NOBODY;
+		cred->gids_len = 0;
+	} else if (nfsd.cfg.server_squash == SQUASH_ROOT && cred->gid == 0) {
+		cred->gid = NOBODY;
+	}
+}
+
+/* Header-level failures are answered without a procedure. */
+static int call_check_header(struct nfsd_call *call, enum rpc_call_status st)
+{
+	uint8_t hdr[RPC_REPLY_MAX_HDR_BYTES];
+	size_t n;
+
+	switch (st) {
+	case RPC_CALL_OK:
+		return 0;
+	case RPC_CALL_DROP:
+		log_debug("call: dropping a record that is not a call (%zu bytes)", call->record_len);
+		call_drop(call);
+		return -1;
+	case RPC_CALL_RPC_MISMATCH:
+		n = rpc_encode_rpc_mismatch(hdr, call->hdr.xid, RPC_VERSION, RPC_VERSION);
+		break;
+	case RPC_CALL_BADCRED:
+		n = rpc_encode_auth_error(hdr, call->hdr.xid, RPC_AUTH_BADCRED);
+		break;
+	case RPC_CALL_BADVERF:
+		n = rpc_encode_auth_error(hdr, call->hdr.xid, RPC_AUTH_BADVERF);
+		break;
+	case RPC_CALL_GARBAGE:
+	default:
+		call_reply_rpc_error(call, RPC_GARBAGE_ARGS);
+		return -1;
+	}
+	stats.rpc_rejected++;
+	call_send_header_only(call, hdr, n);
+	return -1;
+}
+
+/* Duplicate request cache: 1 if the call was answered or dropped here. */
+static int call_check_drc(struct nfsd_call *call, const uint8_t *args, size_t args_len)
+{
+	struct drc_key key;
+	struct drc_entry *e;
+
+	if (!(call->desc->flags & PROC_NONIDEMPOTENT) || !call->conn)
+		return 0;
+	memset(&key, 0, sizeof(key));
+	key.family = (uint32_t)netaddr_key((struct sockaddr *)&call->conn->peer, key.addr);
+	key.xid = call->hdr.xid;
+	key.prog = call->hdr.prog;
+	key.vers = call->hdr.vers;
+	key.proc = call->hdr.proc;
+	key.args_len = (uint32_t)args_len;
+	key.csum = drc_checksum(args, args_len);
+	switch (drc_lookup(nfsd.drc, &key, &e)) {
+	case DRC_MISS:
+		call->drc = e;
+		return 0;
+	case DRC_IN_PROGRESS:
+		stats.rpc_drc_drops++;
+		log_debug("call %s xid 0x%08x: retransmission while in progress: dropped",
+			  call->desc->name, call->hdr.xid);
+		call_free(call);
+		return 1;
+	case DRC_REPLAY:
+	default: {
+		stats.rpc_drc_hits++;
+		log_debug("call %s xid 0x%08x: replayed from the duplicate request cache",
+			  call->desc->name, call->hdr.xid);
+		struct conn_out *out = conn_out_new(e->reply_len);
+		memcpy(out->data, e->reply, e->reply_len);
+		conn_send(call->conn, out);
+		call_free(call);
+		return 1;
+	}
+	}
+}
+
+void call_dispatch(struct nfsd_conn *conn, uint8_t *record, size_t len)
+{
+	struct nfsd_call *call = calloc(1, sizeof(*call));
+	enum proc_lookup_status why;
+	uint32_t low = 0, high = 0;
+
+	if (!call)
+		abort();
+	call->magic = CALL_MAGIC;
+	call->conn = conn;
+	list_add_tail(&conn->calls, &call->conn_link);
+	call->record = record;
+	call->record_len = len;
+	call->start = ev_now(nfsd.loop);
+	stats.calls_in_flight++;
+
+	if (call_check_header(call, rpc_decode_call(record, len, &call->hdr)) != 0)
+		return;
+
+	call->desc = proc_lookup(call->hdr.prog, call->hdr.vers, call->hdr.proc, &why, &low, &high);
+	if (!call->desc) {
+		uint8_t hdr[RPC_REPLY_MAX_HDR_BYTES];
+		enum rpc_accept_stat st = why == PROC_PROG_UNAVAIL ? RPC_PROG_UNAVAIL :
+					  why == PROC_PROG_MISMATCH ? RPC_PROG_MISMATCH : RPC_PROC_UNAVAIL;
+		stats.rpc_rejected++;
+		log_debug("call xid 0x%08x from %s: program %u version %u procedure %u unavailable",
+			  call->hdr.xid, conn->peer_str, call->hdr.prog, call->hdr.vers, call->hdr.proc);
+		call_send_header_only(call, hdr, rpc_encode_accepted(hdr, call->hdr.xid, st, low, high));
+		return;
+	}
+	if (call->desc->prog == NFS3_PROGRAM)
+		stats.nfs3_calls[call->desc->proc]++;
+	else
+		stats.mount3_calls[call->desc->proc]++;
+
+	const uint8_t *args = record + call->hdr.args_offset;
+	size_t args_len = len - call->hdr.args_offset;
+	if (args_check(call->desc->prog, call->desc->proc, args, args_len, nfsd.max_payload) != 0) {
+		log_debug("call %s xid 0x%08x from %s: malformed arguments", call->desc->name,
+			  call->hdr.xid, conn->peer_str);
+		call_reply_rpc_error(call, RPC_GARBAGE_ARGS);
+		return;
+	}
+	if (call_check_drc(call, args, args_len))
+		return;
+
+	if (call->desc->decode_args) {
+		call->args = calloc(1, call->desc->args_size);
+		if (!call->args)
+			abort();
+		zdrmem_create(&call->args_zdr, (char *)args, (uint32_t)args_len, ZDR_DECODE);
+		call->args_zdr_live = 1;
+		if (!call->desc->decode_args(&call->args_zdr, call->args) ||
+		    zdr_getpos(&call->args_zdr) > args_len) {
+			call_reply_rpc_error(call, RPC_GARBAGE_ARGS);
+			return;
+		}
+	}
+	call->cred = call->hdr.cred;
+	squash(&call->cred);
+	log_debug("call %s xid 0x%08x from %s uid %u", call->desc->name, call->hdr.xid,
+		  conn->peer_str, call->cred.uid);
+	call->desc->handler(call);
+}

@@ -1,0 +1,70 @@
+/*
+ * call.h — one client call from the record it arrived in to its reply.
+ *
+ * A call owns its record buffer, the libnfs decode stream (decoded opaque
+ * fields point into the record; strings and pointers live on the stream) and
+ * the decoded arguments, all released in call_free() once it is answered or
+ * dropped.  The connection it came on may close first: conn is then NULL,
+ * the reply is still stored in the duplicate request cache and discarded.
+ */
+#ifndef NFSCACHED_CALL_H
+#define NFSCACHED_CALL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <ev.h>
+
+#include "proto/drc.h"
+#include "proto/list.h"
+#include "proto/proc.h"
+#include "proto/rpc_msg.h"
+
+struct nfsd_conn;
+
+#define CALL_MAGIC 0x6e63616cu   /* "ncal" */
+
+struct nfsd_call {
+	uint32_t magic;
+	struct nfsd_conn *conn;       /* NULL once the connection is gone */
+	struct list_node conn_link;   /* in conn->calls */
+	uint8_t *record;              /* the whole call record (malloc'd) */
+	size_t record_len;            /* bytes */
+	struct rpc_call_hdr hdr;
+	const struct proc_desc *desc;
+	ZDR args_zdr;                 /* decode stream, live while args is */
+	int args_zdr_live;
+	void *args;                   /* desc->args_size bytes, decoded */
+	struct rpc_cred cred;         /* credential sent upstream (after squash) */
+	struct drc_entry *drc;        /* in-progress DRC entry, or NULL */
+	ev_tstamp start;              /* arrival, loop time */
+	void (*fixup)(void *res);     /* applied to the upstream result before encoding */
+};
+
+/*
+ * Take a complete record that arrived on `conn` (ownership of `record`
+ * passes here) and run it: header and auth checks, procedure lookup,
+ * argument checks and decode, DRC, then the procedure's handler.  Every
+ * RPC-level error is answered here.  Never fails; never blocks.
+ */
+void call_dispatch(struct nfsd_conn *conn, uint8_t *record, size_t len);
+
+/* Answer with an accepted SUCCESS reply carrying `res` (a libnfs result
+ * struct of the call's procedure; NULL for void results), then free the
+ * call.  `res` is only read. */
+void call_reply(struct nfsd_call *call, void *res);
+
+/* Answer NFS3ERR_JUKEBOX (the client retries later), or for procedures
+ * without an NFS status (NULL, MOUNT) SYSTEM_ERR; then free the call. */
+void call_reply_jukebox(struct nfsd_call *call);
+
+/* Answer with an RPC-level error (GARBAGE_ARGS, SYSTEM_ERR, ...). */
+void call_reply_rpc_error(struct nfsd_call *call, enum rpc_accept_stat stat);
+
+/* Drop the call without a reply (the client will retransmit). */
+void call_drop(struct nfsd_call *call);
+
+/* Detach every call from a closing connection. */
+void call_detach_conn(struct nfsd_call *call);
+
+#endif

@@ -1,0 +1,87 @@
+/*
+ * config.h — the configuration: every key of the interface contract, read
+ * from an INI file (libinih) and `-o section.key=value` overrides, validated
+ * against one table of {section, key, type, min, max, default}
+ * (chrony conf.c, cachefilesd.conf).  Errors are reported as
+ * "FILE:LINE: message" and make start-up exit with status 2.
+ */
+#ifndef NFSCACHED_CONF_H
+#define NFSCACHED_CONF_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/socket.h>
+
+#include "daemon/netaddr.h"
+
+#define CONFIG_DEFAULT_PATH SYSCONFDIR "/nfscached.conf"
+
+enum squash_mode { SQUASH_NONE = 0, SQUASH_ROOT = 1, SQUASH_ALL = 2 };
+enum write_mode { WRITE_MODE_WRITEBACK = 0, WRITE_MODE_WRITETHROUGH = 1 };
+
+struct nfsd_config {
+	/* [server] */
+	char *server_listen;            /* "ADDR:PORT" */
+	char *server_allow;             /* client networks */
+	int server_secure;              /* bool: reserved source ports only */
+	int server_squash;              /* enum squash_mode */
+	int server_rpcbind;             /* bool */
+	uint64_t server_max_record;     /* bytes */
+	/* [upstream] */
+	char *upstream_url;
+	char *upstream_exports;         /* space-separated paths; "" = any */
+	uint64_t upstream_timeout_ms;
+	/* [cache] */
+	char *cache_dir;
+	uint64_t cache_page_size;       /* bytes */
+	int cache_partial_pages;        /* bool */
+	int cache_write_mode;           /* enum write_mode */
+	uint64_t cache_dirty_expire_ms;
+	uint64_t cache_max_dirty;       /* bytes */
+	uint64_t cache_readahead;       /* bytes */
+	uint64_t cache_acregmin;        /* seconds */
+	uint64_t cache_acregmax;        /* seconds */
+	uint64_t cache_max_size;        /* bytes, 0 = no limit */
+	uint64_t cache_brun, cache_bcull, cache_bstop;  /* percent of blocks */
+	uint64_t cache_frun, cache_fcull, cache_fstop;  /* percent of files */
+	/* [control] */
+	char *control_socket;
+	/* [log] */
+	int log_level;                  /* enum log_level */
+
+	/* derived at load time */
+	struct sockaddr_storage listen_addr;
+	socklen_t listen_addr_len;
+	struct netaddr_acl allow_acl;
+	const char *source;             /* file the values came from */
+};
+
+/* Fill `cfg` with the defaults.  Strings are malloc'd; free with config_free(). */
+void config_defaults(struct nfsd_config *cfg);
+
+/*
+ * Read `path` (one key per line, no indentation, comments on their own lines)
+ * over the current values.  Returns 0, or -1 after printing every error as
+ * "PATH:LINE: message" to `err`.  A missing file is an error unless
+ * `missing_ok`.
+ */
+int config_load_file(struct nfsd_config *cfg, const char *path, int missing_ok, FILE *err);
+
+/* Apply one "section.key=value" override; -1 after printing
+ * "-o section.key=value: message" to `err`. */
+int config_apply_override(struct nfsd_config *cfg, const char *assignment, FILE *err);
+
+/* Cross-key checks and derived values (listen address, allow list, threshold
+ * order 0 <= stop < cull < run < 100).  Returns 0 or -1 after printing. */
+int config_finish(struct nfsd_config *cfg, FILE *err);
+
+/* Print the effective configuration in the file's own syntax (`-t`). */
+void config_print(const struct nfsd_config *cfg, FILE *out);
+
+void config_free(struct nfsd_config *cfg);
+
+/* Parse a size with an optional k/M/G suffix (powers of 1024) into bytes.
+ * Returns 0 or -EINVAL / -ERANGE. */
+int config_parse_size(const char *s, uint64_t *bytes);
+
+#endif

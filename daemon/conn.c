@@ -1,0 +1,388 @@
+/*
+ * conn.c — listener and client connections on the libev loop.  Owns the
+ * sockets, the record reassembly state and the output queues; hands whole
+ * records to call_dispatch() and takes encoded replies back through
+ * conn_send().  Knows nothing of RPC contents.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "daemon/call.h"
+#include "daemon/conn.h"
+#include "daemon/log.h"
+#include "daemon/netaddr.h"
+#include "daemon/nfsd.h"
+#include "daemon/stats.h"
+
+#define READ_CHUNK (256 * 1024)
+#define READS_PER_EVENT 8        /* fairness between connections */
+
+struct listener {
+	int fd;
+	ev_io io;
+	struct ev_loop *loop;
+	char address[80];
+	unsigned port;
+};
+
+static struct list_node all_conns = LIST_INIT(all_conns);
+static unsigned n_conns;
+static uint8_t *read_buf;           /* shared: the loop is single-threaded */
+static ev_tstamp last_refusal_log;
+
+static void conn_free(struct nfsd_conn *conn);
+
+static void conn_update_read(struct nfsd_conn *conn)
+{
+	int want = !conn->dead && conn->out_bytes < CONN_MAX_OUT_BYTES &&
+		   conn->ncalls < CONN_MAX_CALLS;
+
+	if (want && conn->read_paused) {
+		ev_io_start(nfsd.loop, &conn->rd);
+		conn->read_paused = 0;
+	} else if (!want && !conn->read_paused) {
+		ev_io_stop(nfsd.loop, &conn->rd);
+		conn->read_paused = 1;
+	}
+}
+
+struct conn_out *conn_out_new(size_t len)
+{
+	struct conn_out *o = malloc(sizeof(*o) + len);
+
+	if (!o)
+		abort();
+	list_init(&o->link);
+	o->len = len;
+	o->off = 0;
+	return o;
+}
+
+/* Write as much of the queue as the socket takes.  Returns 0 or -errno. */
+static int conn_flush(struct nfsd_conn *conn)
+{
+	while (!list_empty(&conn->out)) {
+		struct iovec iov[64];
+		int n = 0;
+		struct list_node *pos;
+
+		for (pos = conn->out.next; pos != &conn->out && n < 64; pos = pos->next) {
+			struct conn_out *o = list_entry(pos, struct conn_out, link);
+			iov[n].iov_base = o->data + o->off;
+			iov[n].iov_len = o->len - o->off;
+			n++;
+		}
+		ssize_t w = writev(conn->fd, iov, n);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return 0;
+			return -errno;
+		}
+		conn->out_bytes -= (size_t)w;
+		while (w > 0) {
+			struct conn_out *o = list_first(&conn->out, struct conn_out, link);
+			size_t left = o->len - o->off;
+			if ((size_t)w < left) {
+				o->off += (size_t)w;
+				break;
+			}
+			w -= (ssize_t)left;
+			list_del(&o->link);
+			free(o);
+		}
+	}
+	return 0;
+}
+
+static void conn_after_write(struct nfsd_conn *conn)
+{
+	if (list_empty(&conn->out))
+		ev_io_stop(nfsd.loop, &conn->wr);
+	else if (!ev_is_active(&conn->wr))
+		ev_io_start(nfsd.loop, &conn->wr);
+	conn_update_read(conn);
+}
+
+void conn_send(struct nfsd_conn *conn, struct conn_out *out)
+{
+	if (conn->dead) {
+		free(out);
+		return;
+	}
+	int was_empty = list_empty(&conn->out);
+	list_add_tail(&conn->out, &out->link);
+	conn->out_bytes += out->len;
+	if (!was_empty)
+		return;   /* the write watcher is already waiting */
+	int rc = conn_flush(conn);
+	if (rc < 0) {
+		conn_close(conn, strerror(-rc));
+		return;
+	}
+	conn_after_write(conn);
+}
+
+void conn_call_done(struct nfsd_conn *conn)
+{
+	conn->ncalls--;
+	conn_update_read(conn);
+}
+
+static void conn_write_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct nfsd_conn *conn = w->data;
+
+	(void)loop;
+	(void)revents;
+	conn->in_callback++;
+	int rc = conn_flush(conn);
+	if (rc < 0)
+		conn_close(conn, strerror(-rc));
+	else
+		conn_after_write(conn);
+	if (--conn->in_callback == 0 && conn->dead)
+		conn_free(conn);
+}
+
+/* Feed bytes to the reassembler and dispatch each completed record. */
+static int conn_consume(struct nfsd_conn *conn, const uint8_t *data, size_t len)
+{
+	while (len > 0 && !conn->dead) {
+		size_t used = 0;
+		enum rpc_record_status st = rpc_record_feed(&conn->rec, data, len, &used);
+
+		data += used;
+		len -= used;
+		if (st == RPC_RECORD_TOO_BIG) {
+			log_warning("conn %s: record larger than server.max_record (%zu bytes): closing",
+				    conn->peer_str, conn->rec.max_record);
+			return -EMSGSIZE;
+		}
+		if (st == RPC_RECORD_COMPLETE) {
+			size_t rlen;
+			uint8_t *rec = rpc_record_take(&conn->rec, &rlen);
+			conn->ncalls++;
+			call_dispatch(conn, rec, rlen);
+		}
+	}
+	return 0;
+}
+
+static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct nfsd_conn *conn = w->data;
+
+	(void)loop;
+	(void)revents;
+	conn->in_callback++;
+	for (int i = 0; i < READS_PER_EVENT && !conn->dead && !conn->read_paused; i++) {
+		ssize_t n = read(conn->fd, read_buf, READ_CHUNK);
+		if (n == 0) {
+			conn_close(conn, "closed by client");
+			break;
+		}
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				conn_close(conn, strerror(errno));
+			break;
+		}
+		if (conn_consume(conn, read_buf, (size_t)n) < 0) {
+			conn_close(conn, "oversized record");
+			break;
+		}
+		if (n < READ_CHUNK)
+			break;
+	}
+	if (--conn->in_callback == 0 && conn->dead)
+		conn_free(conn);
+}
+
+static void conn_free(struct nfsd_conn *conn)
+{
+	if (conn->magic != CONN_MAGIC)
+		abort();
+	conn->magic = 0;
+	rpc_record_free(&conn->rec);
+	free(conn);
+}
+
+void conn_close(struct nfsd_conn *conn, const char *why)
+{
+	struct list_node *pos, *tmp;
+
+	if (conn->dead)
+		return;
+	log_debug("conn %s: closing: %s", conn->peer_str, why);
+	conn->dead = 1;
+	ev_io_stop(nfsd.loop, &conn->rd);
+	ev_io_stop(nfsd.loop, &conn->wr);
+	close(conn->fd);
+	conn->fd = -1;
+	list_for_each_safe(pos, tmp, &conn->out) {
+		list_del(pos);
+		free(list_entry(pos, struct conn_out, link));
+	}
+	conn->out_bytes = 0;
+	list_for_each_safe(pos, tmp, &conn->calls)
+		call_detach_conn(list_entry(pos, struct nfsd_call, conn_link));
+	conn->ncalls = 0;
+	list_del(&conn->link);
+	n_conns--;
+	stats.conn_open = n_conns;
+	if (conn->in_callback == 0)
+		conn_free(conn);
+}
+
+unsigned conn_count(void)
+{
+	return n_conns;
+}
+
+void conn_close_all(void)
+{
+	struct list_node *pos, *tmp;
+
+	list_for_each_safe(pos, tmp, &all_conns)
+		conn_close(list_entry(pos, struct nfsd_conn, link), "shutting down");
+}
+
+/* server.allow and server.secure; logs refusals at most once a second. */
+static int conn_permitted(const struct sockaddr *peer, const char *peer_str)
+{
+	const char *why = NULL;
+
+	if (!netaddr_acl_match(&nfsd.cfg.allow_acl, peer))
+		why = "not in server.allow";
+	else if (nfsd.cfg.server_secure && netaddr_port(peer) >= 1024)
+		why = "unreserved source port and server.secure = yes";
+	if (!why)
+		return 1;
+	stats.conn_refused++;
+	if (ev_now(nfsd.loop) - last_refusal_log >= 1.0) {
+		last_refusal_log = ev_now(nfsd.loop);
+		log_warning("listener: refused %s: %s", peer_str, why);
+	}
+	return 0;
+}
+
+static void listener_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct listener *l = w->data;
+
+	(void)revents;
+	for (int i = 0; i < 64; i++) {
+		struct sockaddr_storage peer;
+		socklen_t plen = sizeof(peer);
+		int fd = accept4(l->fd, (struct sockaddr *)&peer, &plen, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		char peer_str[64];
+
+		if (fd < 0) {
+			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
+			    errno != ECONNABORTED)
+				log_warning("listener: accept: %s", strerror(errno));
+			return;
+		}
+		netaddr_format((struct sockaddr *)&peer, peer_str, sizeof(peer_str));
+		if (!conn_permitted((struct sockaddr *)&peer, peer_str)) {
+			close(fd);
+			continue;
+		}
+		int one = 1;
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+
+		struct nfsd_conn *conn = calloc(1, sizeof(*conn));
+		if (!conn)
+			abort();
+		conn->magic = CONN_MAGIC;
+		conn->fd = fd;
+		conn->peer = peer;
+		conn->peer_len = plen;
+		snprintf(conn->peer_str, sizeof(conn->peer_str), "%s", peer_str);
+		rpc_record_init(&conn->rec, nfsd.cfg.server_max_record);
+		list_init(&conn->out);
+		list_init(&conn->calls);
+		ev_io_init(&conn->rd, conn_read_cb, fd, EV_READ);
+		ev_io_init(&conn->wr, conn_write_cb, fd, EV_WRITE);
+		conn->rd.data = conn->wr.data = conn;
+		ev_io_start(loop, &conn->rd);
+		list_add_tail(&all_conns, &conn->link);
+		n_conns++;
+		stats.conn_open = n_conns;
+		stats.conn_accepted++;
+		log_debug("conn %s: accepted", conn->peer_str);
+	}
+}
+
+struct listener *listener_new(struct ev_loop *loop, const struct sockaddr *addr, socklen_t len)
+{
+	struct listener *l = calloc(1, sizeof(*l));
+	struct sockaddr_storage bound;
+	socklen_t blen = sizeof(bound);
+	int one = 1;
+
+	if (!l)
+		abort();
+	if (!read_buf && !(read_buf = malloc(READ_CHUNK)))
+		abort();
+	l->loop = loop;
+	l->fd = socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (l->fd < 0) {
+		log_error("listener: socket: %s", strerror(errno));
+		free(l);
+		return NULL;
+	}
+	setsockopt(l->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(l->fd, addr, len) != 0 || listen(l->fd, 128) != 0 ||
+	    getsockname(l->fd, (struct sockaddr *)&bound, &blen) != 0) {
+		char a[80];
+		log_error("listener: cannot listen on %s: %s", netaddr_format(addr, a, sizeof(a)),
+			  strerror(errno));
+		close(l->fd);
+		free(l);
+		return NULL;
+	}
+	netaddr_format((struct sockaddr *)&bound, l->address, sizeof(l->address));
+	l->port = netaddr_port((struct sockaddr *)&bound);
+	ev_io_init(&l->io, listener_cb, l->fd, EV_READ);
+	l->io.data = l;
+	ev_io_start(loop, &l->io);
+	return l;
+}
+
+void listener_stop(struct listener *l)
+{
+	if (l && l->fd >= 0) {
+		ev_io_stop(l->loop, &l->io);
+		close(l->fd);
+		l->fd = -1;
+	}
+}
+
+void listener_free(struct listener *l)
+{
+	if (!l)
+		return;
+	listener_stop(l);
+	free(l);
+}
+
+const char *listener_address(const struct listener *l)
+{
+	return l->address;
+}
+
+unsigned listener_port(const struct listener *l)
+{
+	return l->port;
+}

@@ -1,0 +1,84 @@
+/*
+ * conn.h — the TCP listener and client connections: non-blocking reads into
+ * the record reassembler, a per-connection output queue written with
+ * writev, and backpressure (a connection whose output is backed up, or that
+ * has too many calls in flight, is not read until it drains).
+ *
+ * A connection may close while its calls are upstream: it detaches them
+ * (their replies are then discarded) and is freed once no callback of its
+ * own is running.
+ */
+#ifndef NFSCACHED_CONN_H
+#define NFSCACHED_CONN_H
+
+#include <ev.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "proto/list.h"
+#include "proto/rpc_record.h"
+
+#define CONN_MAGIC 0x6e636f6eu        /* "ncon" */
+#define CONN_MAX_OUT_BYTES (8u << 20)  /* stop reading above this much queued output */
+#define CONN_MAX_CALLS 256             /* stop reading with this many calls in flight */
+
+struct conn_out {
+	struct list_node link;
+	size_t len;          /* bytes in data */
+	size_t off;          /* bytes already written */
+	uint8_t data[];
+};
+
+struct nfsd_conn {
+	uint32_t magic;
+	int fd;
+	ev_io rd, wr;                 /* read and write readiness */
+	struct sockaddr_storage peer;
+	socklen_t peer_len;
+	char peer_str[64];            /* "ADDR:PORT" for logs */
+	struct rpc_record rec;
+	struct list_node out;         /* struct conn_out, oldest first */
+	size_t out_bytes;             /* queued, not yet written */
+	struct list_node calls;       /* struct nfsd_call in flight */
+	unsigned ncalls;
+	int dead;                     /* closed; free when in_callback drops to 0 */
+	int in_callback;              /* nesting depth of our own watcher callbacks */
+	int read_paused;
+	struct list_node link;        /* in the list of open connections */
+};
+
+struct listener;
+
+/* Open the listening socket on cfg->listen_addr.  Returns NULL after logging
+ * (bind/listen errors); the bound port is then in listener_port(). */
+struct listener *listener_new(struct ev_loop *loop, const struct sockaddr *addr, socklen_t len);
+void listener_free(struct listener *l);
+/* Stop accepting (graceful shutdown); existing connections go on. */
+void listener_stop(struct listener *l);
+/* "ADDR:PORT" actually bound. */
+const char *listener_address(const struct listener *l);
+unsigned listener_port(const struct listener *l);
+
+/* Allocate an output buffer of `len` bytes for conn_send(). */
+struct conn_out *conn_out_new(size_t len);
+
+/* Queue `out` (ownership passes) on `conn` and write what the socket takes.
+ * On a dead connection the buffer is freed.  A write error closes the
+ * connection. */
+void conn_send(struct nfsd_conn *conn, struct conn_out *out);
+
+/* A call of this connection finished: may resume reading. */
+void conn_call_done(struct nfsd_conn *conn);
+
+/* Close: stop watchers, close the socket, detach calls.  Freed now or when
+ * the running callback returns. */
+void conn_close(struct nfsd_conn *conn, const char *why);
+
+/* Number of open client connections. */
+unsigned conn_count(void);
+
+/* Close every client connection (shutdown). */
+void conn_close_all(void);
+
+#endif

@@ -1,0 +1,288 @@
+/*
+ * ctl.c — control socket server: accepts, reads one command line, runs its
+ * handler, writes the answer, closes.  Owns the socket file.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "daemon/conn.h"
+#include "daemon/ctl.h"
+#include "daemon/log.h"
+#include "daemon/nfsd.h"
+#include "daemon/stats.h"
+#include "daemon/upstream.h"
+
+#define CTL_LINE_MAX 1024
+#define CTL_MAX_ARGS 8
+
+struct ctl_client {
+	int fd;
+	ev_io io;
+	char line[CTL_LINE_MAX];
+	size_t len;
+	char *reply;           /* whole answer, malloc'd */
+	size_t reply_len, reply_off;
+	uid_t uid;
+	gid_t gid;
+	ev_timer idle;
+};
+
+struct ctl_cmd {
+	const char *name;
+	const char *sub;       /* second word, or NULL */
+	int mutating;
+	int (*fn)(int argc, char **argv, FILE *out);   /* 0 ok; -1 error written to out */
+};
+
+static int ctl_fd = -1;
+static ev_io ctl_io;
+static char *ctl_path;
+static gid_t ctl_group;
+static struct ev_loop *ctl_loop;
+
+static int ctl_handle_status(int argc, char **argv, FILE *out)
+{
+	(void)argc;
+	(void)argv;
+	fprintf(out, "version %s\n", PACKAGE_VERSION);
+	fprintf(out, "pid %ld\n", (long)getpid());
+	fprintf(out, "uptime_s %.0f\n", ev_now(nfsd.loop) - nfsd.start_time);
+	fprintf(out, "listen %s\n", nfsd.listener ? listener_address(nfsd.listener) : "-");
+	fprintf(out, "upstream %s\n", upstream_state(nfsd.upstream));
+	fprintf(out, "upstream_server %s\n", upstream_server(nfsd.upstream));
+	fprintf(out, "upstream_export %s\n", upstream_export(nfsd.upstream));
+	fprintf(out, "connections %u\n", conn_count());
+	fprintf(out, "calls_in_flight %llu\n", (unsigned long long)stats.calls_in_flight);
+	fprintf(out, "state %s\n", nfsd.stopping ? "stopping" : "serving");
+	return 0;
+}
+
+static int ctl_handle_stats(int argc, char **argv, FILE *out)
+{
+	enum stats_format fmt = STATS_TEXT;
+
+	if (argc > 2) {
+		fprintf(out, "usage: stats [--json|--prometheus]\n");
+		return -1;
+	}
+	if (argc == 2) {
+		if (strcmp(argv[1], "--json") == 0)
+			fmt = STATS_JSON;
+		else if (strcmp(argv[1], "--prometheus") == 0)
+			fmt = STATS_PROMETHEUS;
+		else {
+			fprintf(out, "unknown option %s (expected --json or --prometheus)\n", argv[1]);
+			return -1;
+		}
+	}
+	stats_write(out, fmt);
+	return 0;
+}
+
+static int ctl_handle_stats_reset(int argc, char **argv, FILE *out)
+{
+	(void)argc;
+	(void)argv;
+	(void)out;
+	stats_reset();
+	log_info("ctl: counters reset");
+	return 0;
+}
+
+static const struct ctl_cmd ctl_cmds[] = {
+	{ "status", NULL, 0, ctl_handle_status },
+	{ "stats", "reset", 1, ctl_handle_stats_reset },
+	{ "stats", NULL, 0, ctl_handle_stats },
+};
+
+static void ctl_client_free(struct ctl_client *c)
+{
+	ev_io_stop(ctl_loop, &c->io);
+	ev_timer_stop(ctl_loop, &c->idle);
+	close(c->fd);
+	free(c->reply);
+	free(c);
+}
+
+static void ctl_write_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct ctl_client *c = w->data;
+
+	(void)loop;
+	(void)revents;
+	while (c->reply_off < c->reply_len) {
+		ssize_t n = write(c->fd, c->reply + c->reply_off, c->reply_len - c->reply_off);
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				return;
+			break;
+		}
+		c->reply_off += (size_t)n;
+	}
+	ctl_client_free(c);
+}
+
+static int ctl_permitted(const struct ctl_client *c)
+{
+	return c->uid == 0 || c->uid == geteuid() || c->gid == ctl_group;
+}
+
+static void ctl_run(struct ctl_client *c)
+{
+	char *argv[CTL_MAX_ARGS], *save = NULL;
+	int argc = 0;
+	char *body = NULL;
+	size_t body_len = 0;
+	FILE *out = open_memstream(&body, &body_len);
+	int rc = -1;
+
+	if (!out)
+		abort();
+	for (char *w = strtok_r(c->line, " \t\r\n", &save); w && argc < CTL_MAX_ARGS;
+	     w = strtok_r(NULL, " \t\r\n", &save))
+		argv[argc++] = w;
+	const struct ctl_cmd *cmd = NULL;
+	for (size_t i = 0; argc > 0 && i < sizeof(ctl_cmds) / sizeof(ctl_cmds[0]); i++) {
+		const struct ctl_cmd *k = &ctl_cmds[i];
+		if (strcmp(k->name, argv[0]) != 0)
+			continue;
+		if (k->sub && (argc < 2 || strcmp(k->sub, argv[1]) != 0))
+			continue;
+		cmd = k;
+		break;
+	}
+	if (argc == 0)
+		fprintf(out, "empty command");
+	else if (!cmd)
+		fprintf(out, "unknown command \"%s\" (status, stats)", argv[0]);
+	else if (cmd->mutating && !ctl_permitted(c))
+		fprintf(out, "permission denied: \"%s\" needs root or the socket's group", argv[0]);
+	else
+		rc = cmd->fn(argc, argv, out);
+	fclose(out);
+
+	const char *head = rc == 0 ? "ok\n" : "error: ";
+	size_t hl = strlen(head);
+	c->reply = malloc(hl + body_len + 2);
+	if (!c->reply)
+		abort();
+	memcpy(c->reply, head, hl);
+	memcpy(c->reply + hl, body, body_len);
+	c->reply_len = hl + body_len;
+	if (rc != 0 && (body_len == 0 || body[body_len - 1] != '\n'))
+		c->reply[c->reply_len++] = '\n';
+	free(body);
+	ev_io_stop(ctl_loop, &c->io);
+	ev_io_init(&c->io, ctl_write_cb, c->fd, EV_WRITE);
+	c->io.data = c;
+	ev_io_start(ctl_loop, &c->io);
+}
+
+static void ctl_read_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct ctl_client *c = w->data;
+
+	(void)loop;
+	(void)revents;
+	ssize_t n = read(c->fd, c->line + c->len, sizeof(c->line) - 1 - c->len);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0) {
+		ctl_client_free(c);
+		return;
+	}
+	c->len += (size_t)n;
+	c->line[c->len] = '\0';
+	if (strchr(c->line, '\n') || c->len == sizeof(c->line) - 1)
+		ctl_run(c);
+}
+
+static void ctl_idle_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	ctl_client_free(w->data);
+}
+
+static void ctl_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	(void)w;
+	(void)revents;
+	int fd = accept4(ctl_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (fd < 0)
+		return;
+	struct ctl_client *c = calloc(1, sizeof(*c));
+	if (!c)
+		abort();
+	c->fd = fd;
+	struct ucred cred;
+	socklen_t cl = sizeof(cred);
+	c->uid = (uid_t)-1;
+	c->gid = (gid_t)-1;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == 0) {
+		c->uid = cred.uid;
+		c->gid = cred.gid;
+	}
+	ev_io_init(&c->io, ctl_read_cb, fd, EV_READ);
+	c->io.data = c;
+	ev_io_start(loop, &c->io);
+	ev_timer_init(&c->idle, ctl_idle_cb, 10.0, 0.);
+	c->idle.data = c;
+	ev_timer_start(loop, &c->idle);
+}
+
+int ctl_init(struct ev_loop *loop, const char *path)
+{
+	struct sockaddr_un sun;
+	struct stat st;
+
+	ctl_loop = loop;
+	if (strlen(path) >= sizeof(sun.sun_path)) {
+		log_error("ctl: socket path too long: %s", path);
+		return -ENAMETOOLONG;
+	}
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	strcpy(sun.sun_path, path);
+	ctl_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (ctl_fd < 0)
+		return -errno;
+	if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
+		unlink(path);   /* left by a previous run */
+	mode_t old = umask(0117);
+	int rc = bind(ctl_fd, (struct sockaddr *)&sun, sizeof(sun));
+	umask(old);
+	if (rc != 0 || listen(ctl_fd, 16) != 0) {
+		rc = -errno;
+		log_error("ctl: cannot listen on %s: %s", path, strerror(-rc));
+		close(ctl_fd);
+		ctl_fd = -1;
+		return rc;
+	}
+	chmod(path, 0660);
+	ctl_group = stat(path, &st) == 0 ? st.st_gid : (gid_t)-1;
+	ctl_path = strdup(path);
+	ev_io_init(&ctl_io, ctl_accept_cb, ctl_fd, EV_READ);
+	ev_io_start(loop, &ctl_io);
+	return 0;
+}
+
+void ctl_finalise(void)
+{
+	if (ctl_fd < 0)
+		return;
+	ev_io_stop(ctl_loop, &ctl_io);
+	close(ctl_fd);
+	ctl_fd = -1;
+	unlink(ctl_path);
+	free(ctl_path);
+	ctl_path = NULL;
+}

@@ -1,0 +1,22 @@
+/*
+ * ctl.h — the control socket (unix stream, control.socket, mode 0660).
+ *
+ * Protocol: the client writes one command line; the daemon answers with a
+ * first line "ok" or "error: MESSAGE", then the body, and closes.  Commands
+ * are small ctl_handle_<cmd>() functions in one table (chrony cmdmon.c);
+ * those that change state need root, the daemon's own user, or the socket's
+ * group.
+ */
+#ifndef NFSCACHED_CTL_H
+#define NFSCACHED_CTL_H
+
+#include <ev.h>
+
+/* Listen on `path` (a stale socket file is replaced).  Returns 0, or -errno
+ * after logging. */
+int ctl_init(struct ev_loop *loop, const char *path);
+
+/* Close the listener and every client, remove the socket file. */
+void ctl_finalise(void);
+
+#endif

@@ -1,0 +1,223 @@
+/*
+ * main.c — nfscached: command line, configuration, start-up of every module
+ * in order (and shutdown in reverse), signals, and the libev loop.
+ * Exit status: 0 clean stop, 1 OS error at start-up, 2 configuration error.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+#ifdef HAVE_SYSTEMD
+#include <systemd/sd-daemon.h>
+#endif
+
+#include "daemon/conf.h"
+#include "daemon/conn.h"
+#include "daemon/ctl.h"
+#include "daemon/log.h"
+#include "daemon/nfsd.h"
+#include "daemon/stats.h"
+#include "daemon/upstream.h"
+#include "proto/drc.h"
+
+#ifndef PR_SET_IO_FLUSHER
+#define PR_SET_IO_FLUSHER 57
+#endif
+
+#define DRC_ENTRIES 4096
+#define STOP_GRACE_S 10.0     /* wait this long for calls in flight at SIGTERM */
+
+struct nfsd nfsd;
+
+static ev_signal sig_term, sig_int, sig_hup;
+static ev_timer stop_timer;
+static ev_tstamp stop_deadline;
+static const char *config_path;
+static int config_path_given;
+
+static void notify(const char *msg)
+{
+#ifdef HAVE_SYSTEMD
+	sd_notify(0, msg);
+#else
+	(void)msg;
+#endif
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: nfscached [-f|--foreground] [-c|--config FILE] [-o SECTION.KEY=VALUE]...\n"
+		"                 [-t|--check-config] [-V|--version] [-h|--help]\n"
+		"  -f  stay in the foreground, log to stderr\n"
+		"  -c  configuration file (default %s)\n"
+		"  -o  override one configuration key, after the file\n"
+		"  -t  check the configuration, print the effective values, exit\n",
+		CONFIG_DEFAULT_PATH);
+}
+
+static int load_config(struct nfsd_config *cfg, char **overrides, int n_overrides, FILE *err)
+{
+	config_defaults(cfg);
+	if (config_load_file(cfg, config_path, !config_path_given, err) != 0)
+		return -1;
+	for (int i = 0; i < n_overrides; i++)
+		if (config_apply_override(cfg, overrides[i], err) != 0)
+			return -1;
+	return config_finish(cfg, err);
+}
+
+static char **saved_overrides;
+static int saved_n_overrides;
+
+static void stop_check_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)w;
+	(void)revents;
+	if (stats.calls_in_flight == 0 || ev_now(loop) >= stop_deadline) {
+		if (stats.calls_in_flight)
+			log_warning("main: stopping with %llu calls still in flight",
+				    (unsigned long long)stats.calls_in_flight);
+		ev_break(loop, EVBREAK_ALL);
+	}
+}
+
+static void sig_stop_cb(struct ev_loop *loop, ev_signal *w, int revents)
+{
+	(void)revents;
+	if (nfsd.stopping) {
+		log_warning("main: second signal %d: stopping now", w->signum);
+		ev_break(loop, EVBREAK_ALL);
+		return;
+	}
+	log_info("main: signal %d: stopping (no new connections, finishing calls in flight)",
+		 w->signum);
+	notify("STOPPING=1");
+	nfsd.stopping = 1;
+	listener_stop(nfsd.listener);
+	stop_deadline = ev_now(loop) + STOP_GRACE_S;
+	ev_timer_init(&stop_timer, stop_check_cb, 0., 0.05);
+	ev_timer_again(loop, &stop_timer);
+}
+
+static void sig_hup_cb(struct ev_loop *loop, ev_signal *w, int revents)
+{
+	struct nfsd_config fresh;
+
+	(void)loop;
+	(void)w;
+	(void)revents;
+	notify("RELOADING=1");
+	if (load_config(&fresh, saved_overrides, saved_n_overrides, stderr) != 0) {
+		log_error("main: reload of %s failed: keeping the running configuration", config_path);
+	} else {
+		log_set_level(fresh.log_level);
+		nfsd.cfg.log_level = fresh.log_level;
+		if (strcmp(fresh.server_listen, nfsd.cfg.server_listen) != 0 ||
+		    strcmp(fresh.upstream_url, nfsd.cfg.upstream_url) != 0 ||
+		    strcmp(fresh.control_socket, nfsd.cfg.control_socket) != 0)
+			log_warning("main: server.listen, upstream.url and control.socket change only "
+				    "with a restart");
+		log_info("main: configuration reloaded (log.level = %s)",
+			 log_level_name(fresh.log_level));
+	}
+	config_free(&fresh);
+	notify("READY=1");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "config", required_argument, NULL, 'c' },
+		{ "check-config", no_argument, NULL, 't' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char **overrides = calloc((size_t)argc + 1, sizeof(char *));
+	int n_overrides = 0, foreground = 0, check_only = 0, c;
+
+	if (!overrides)
+		abort();
+	config_path = CONFIG_DEFAULT_PATH;
+	while ((c = getopt_long(argc, argv, "fc:o:tVh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'f': foreground = 1; break;
+		case 'c': config_path = optarg; config_path_given = 1; break;
+		case 'o': overrides[n_overrides++] = optarg; break;
+		case 't': check_only = 1; break;
+		case 'V': printf("nfscached %s\n", PACKAGE_VERSION); return 0;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "nfscached: unexpected argument \"%s\"\n", argv[optind]);
+		usage(stderr);
+		return 2;
+	}
+	if (load_config(&nfsd.cfg, overrides, n_overrides, stderr) != 0)
+		return 2;
+	saved_overrides = overrides;
+	saved_n_overrides = n_overrides;
+	if (check_only) {
+		config_print(&nfsd.cfg, stdout);
+		return 0;
+	}
+
+	log_init(foreground || isatty(STDERR_FILENO), nfsd.cfg.log_level);
+	signal(SIGPIPE, SIG_IGN);
+	/* A local kernel client's writeback may depend on us: do not let the
+	 * page cache throttle us against it (as knfsd for loopback mounts). */
+	if (prctl(PR_SET_IO_FLUSHER, 1, 0, 0, 0) != 0)
+		log_debug("main: PR_SET_IO_FLUSHER: %s (needs CAP_SYS_RESOURCE)", strerror(errno));
+
+	/* the largest READ/WRITE payload: a power of two leaving room for headers */
+	nfsd.max_payload = 4096;
+	while ((uint64_t)nfsd.max_payload * 2 + 1024 <= nfsd.cfg.server_max_record)
+		nfsd.max_payload *= 2;
+
+	nfsd.loop = ev_default_loop(EVFLAG_AUTO);
+	nfsd.start_time = ev_now(nfsd.loop);
+	nfsd.drc = drc_new(DRC_ENTRIES);
+	nfsd.upstream = upstream_new(nfsd.loop, &nfsd.cfg, stderr);
+	if (!nfsd.upstream)
+		return 2;
+	nfsd.listener = listener_new(nfsd.loop, (struct sockaddr *)&nfsd.cfg.listen_addr,
+				     nfsd.cfg.listen_addr_len);
+	if (!nfsd.listener)
+		return 1;
+	if (ctl_init(nfsd.loop, nfsd.cfg.control_socket) != 0)
+		return 1;
+	log_info("main: nfscached %s listening on %s (NFS 3 and MOUNT 3), upstream %s, control %s",
+		 PACKAGE_VERSION, listener_address(nfsd.listener), nfsd.cfg.upstream_url,
+		 nfsd.cfg.control_socket);
+	upstream_start(nfsd.upstream);
+
+	ev_signal_init(&sig_term, sig_stop_cb, SIGTERM);
+	ev_signal_init(&sig_int, sig_stop_cb, SIGINT);
+	ev_signal_init(&sig_hup, sig_hup_cb, SIGHUP);
+	ev_signal_start(nfsd.loop, &sig_term);
+	ev_signal_start(nfsd.loop, &sig_int);
+	ev_signal_start(nfsd.loop, &sig_hup);
+	notify("READY=1");
+
+	ev_run(nfsd.loop, 0);
+
+	ctl_finalise();
+	conn_close_all();
+	listener_free(nfsd.listener);
+	upstream_free(nfsd.upstream);
+	drc_free(nfsd.drc);
+	config_free(&nfsd.cfg);
+	free(overrides);
+	log_info("main: stopped");
+	return 0;
+}

@@ -1,0 +1,199 @@
+/*
+ * mountfwd.c — one libnfs rpc_context per forwarded MOUNT call, on libev.
+ * A context is never destroyed from inside one of its own callbacks: the
+ * callbacks only record the outcome, and the watcher callbacks act on it
+ * once rpc_service() has returned.
+ */
+#include "config.h"
+
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/log.h"
+#include "daemon/mountfwd.h"
+
+#define RETRY_S 0.25
+
+struct mount_req {
+	struct ev_loop *loop;
+	char *server;
+	int port;
+	const struct proc_desc *desc;
+	void *args;
+	struct rpc_cred cred;
+	upstream_done_fn done;
+	void *priv;
+	ev_tstamp deadline;
+	struct rpc_context *rpc;      /* current attempt, or NULL */
+	ev_io io;
+	ev_timer timer;               /* retry delay, and the deadline */
+	int failed;                   /* current attempt failed: retry */
+	int finished;                 /* done() has fired */
+};
+
+static void mreq_attempt(struct mount_req *m);
+
+static void mreq_drop_rpc(struct mount_req *m)
+{
+	ev_io_stop(m->loop, &m->io);
+	if (m->rpc) {
+		struct rpc_context *rpc = m->rpc;
+		m->rpc = NULL;
+		rpc_destroy_context(rpc);   /* callbacks may fire: finished/failed guard them */
+	}
+}
+
+static void mreq_free(struct mount_req *m)
+{
+	ev_timer_stop(m->loop, &m->timer);
+	mreq_drop_rpc(m);
+	free(m->server);
+	free(m);
+}
+
+static void mreq_finish(struct mount_req *m, enum upstream_status st, void *res)
+{
+	if (m->finished)
+		return;
+	m->finished = 1;
+	m->done(m->priv, st, res);
+}
+
+static void mreq_call_cb(struct rpc_context *rpc, int status, void *data, void *priv)
+{
+	struct mount_req *m = priv;
+
+	(void)rpc;
+	if (m->finished)
+		return;
+	if (status == RPC_STATUS_SUCCESS) {
+		mreq_finish(m, UPSTREAM_OK, data);
+	} else if (status == RPC_STATUS_ERROR && data &&
+		   strncmp(data, "Server responded", 16) == 0) {
+		log_warning("upstream: MOUNT %s: %s", m->desc->name, (const char *)data);
+		mreq_finish(m, UPSTREAM_FAILED, NULL);
+	} else {
+		m->failed = 1;
+	}
+}
+
+static void mreq_connect_cb(struct rpc_context *rpc, int status, void *data, void *priv)
+{
+	struct mount_req *m = priv;
+
+	(void)data;
+	if (m->finished || !m->rpc)
+		return;
+	if (status != RPC_STATUS_SUCCESS) {
+		m->failed = 1;
+		return;
+	}
+	if (m->desc->send(rpc, mreq_call_cb, m->args, m) != 0)
+		m->failed = 1;
+}
+
+/* After rpc_service(): finish, retry, or follow the events libnfs wants. */
+static void mreq_after_service(struct mount_req *m)
+{
+	if (m->finished) {
+		mreq_free(m);
+		return;
+	}
+	if (m->failed) {
+		m->failed = 0;
+		mreq_drop_rpc(m);
+		double left = m->deadline - ev_now(m->loop);
+		ev_timer_stop(m->loop, &m->timer);
+		ev_timer_set(&m->timer, left < RETRY_S ? (left > 0 ? left : 0) : RETRY_S, 0.);
+		ev_timer_start(m->loop, &m->timer);
+		return;
+	}
+	int pe = rpc_which_events(m->rpc), ev = 0;
+	if (pe & POLLIN)
+		ev |= EV_READ;
+	if (pe & POLLOUT)
+		ev |= EV_WRITE;
+	ev_io_stop(m->loop, &m->io);
+	ev_io_set(&m->io, rpc_get_fd(m->rpc), ev);
+	ev_io_start(m->loop, &m->io);
+}
+
+static void mreq_io_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct mount_req *m = w->data;
+	int pe = 0;
+
+	(void)loop;
+	if (revents & EV_READ)
+		pe |= POLLIN;
+	if (revents & EV_WRITE)
+		pe |= POLLOUT;
+	if (rpc_service(m->rpc, pe) < 0 && !m->finished)
+		m->failed = 1;
+	mreq_after_service(m);
+}
+
+static void mreq_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct mount_req *m = w->data;
+
+	(void)revents;
+	if (ev_now(loop) >= m->deadline) {
+		log_warning("upstream: MOUNT %s to %s: no answer in time", m->desc->name, m->server);
+		mreq_finish(m, UPSTREAM_TIMEOUT, NULL);
+		mreq_free(m);
+		return;
+	}
+	mreq_attempt(m);
+}
+
+static void mreq_attempt(struct mount_req *m)
+{
+	int rc;
+
+	m->rpc = rpc_init_context();
+	if (!m->rpc)
+		abort();
+	rpc_set_auth(m->rpc, libnfs_authunix_create(m->cred.machinename, m->cred.uid, m->cred.gid,
+						    m->cred.gids_len, m->cred.gids));
+	if (m->port)
+		rc = rpc_connect_async(m->rpc, m->server, m->port, mreq_connect_cb, m);
+	else
+		rc = rpc_connect_program_async(m->rpc, m->server, MOUNT_PROGRAM, MOUNT_V3,
+					       mreq_connect_cb, m);
+	if (rc != 0)
+		m->failed = 1;
+	/* the deadline timer runs while the attempt is under way */
+	ev_timer_stop(m->loop, &m->timer);
+	double left = m->deadline - ev_now(m->loop);
+	ev_timer_set(&m->timer, left > 0 ? left : 0, 0.);
+	ev_timer_start(m->loop, &m->timer);
+	mreq_after_service(m);
+}
+
+int mountfwd_call(struct ev_loop *loop, const char *server, int port, double timeout_s,
+		  const struct proc_desc *desc, void *args, const struct rpc_cred *cred,
+		  upstream_done_fn done, void *priv)
+{
+	struct mount_req *m = calloc(1, sizeof(*m));
+
+	if (!m)
+		abort();
+	m->loop = loop;
+	m->server = strdup(server);
+	m->port = port;
+	m->desc = desc;
+	m->args = args;
+	m->cred = *cred;
+	m->done = done;
+	m->priv = priv;
+	m->deadline = ev_now(loop) + timeout_s;
+	ev_io_init(&m->io, mreq_io_cb, 0, EV_READ);
+	m->io.data = m;
+	ev_timer_init(&m->timer, mreq_timer_cb, 0., 0.);
+	m->timer.data = m;
+	/* start on the next loop iteration so done() never fires from here */
+	ev_timer_start(loop, &m->timer);
+	return 0;
+}

@@ -1,0 +1,25 @@
+/*
+ * mountfwd.h — MOUNTv3 calls forwarded to the upstream's MOUNT service
+ * (RFC 1813 §5).  Each call gets its own short-lived libnfs rpc_context on
+ * the loop: connect (retried until the deadline while the server is down),
+ * one call, disconnect.  MOUNT traffic is a handful of calls per client
+ * mount, so nothing is kept open.
+ */
+#ifndef NFSCACHED_MOUNTFWD_H
+#define NFSCACHED_MOUNTFWD_H
+
+#include <ev.h>
+
+#include "daemon/upstream.h"
+
+/*
+ * Forward MOUNT procedure `desc` with `args` (must stay valid until `done`)
+ * to `server`, port `port` (0: ask its portmapper), as `cred`.
+ * Returns 0: `done` fires exactly once, later — UPSTREAM_TIMEOUT after
+ * `timeout_s` seconds without an answer.
+ */
+int mountfwd_call(struct ev_loop *loop, const char *server, int port, double timeout_s,
+		  const struct proc_desc *desc, void *args, const struct rpc_cred *cred,
+		  upstream_done_fn done, void *priv);
+
+#endif

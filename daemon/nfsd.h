@@ -1,0 +1,30 @@
+/*
+ * nfsd.h — the daemon's one instance of each long-lived module, shared by
+ * the handlers.  Set up by main() in order and torn down in reverse.
+ */
+#ifndef NFSCACHED_NFSD_H
+#define NFSCACHED_NFSD_H
+
+#include <ev.h>
+#include <stdint.h>
+
+#include "daemon/conf.h"
+
+struct upstream;
+struct drc;
+struct listener;
+
+struct nfsd {
+	struct ev_loop *loop;
+	struct nfsd_config cfg;
+	struct upstream *upstream;
+	struct drc *drc;
+	struct listener *listener;
+	uint32_t max_payload;      /* largest READ/WRITE payload accepted, bytes */
+	ev_tstamp start_time;
+	int stopping;              /* SIGTERM received */
+};
+
+extern struct nfsd nfsd;
+
+#endif

@@ -1,0 +1,464 @@
+/*
+ * upstream.c — the NFSv3 connection to the upstream server: one libnfs
+ * nfs_context driven by the daemon's libev loop, a queue of calls waiting
+ * for it, reconnection with backoff, and per-call deadlines.  MOUNT calls are
+ * handed to mountfwd.c.  Owns every forwarded call from upstream_call() until
+ * its `done` callback.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "daemon/log.h"
+#include "daemon/mountfwd.h"
+#include "daemon/stats.h"
+#include "daemon/upstream.h"
+#include "proto/list.h"
+
+#define TICK_S 0.1               /* libnfs timeout scan and deadline checks */
+#define BACKOFF_MIN_S 0.1
+#define BACKOFF_MAX_S 2.0
+#define RECONNECT_RETRIES 3      /* libnfs's own immediate reconnects, keeping XIDs */
+
+enum up_state { UP_DOWN, UP_CONNECTING, UP_UP };
+
+struct up_req {
+	struct list_node link;         /* up->waiting or up->sent */
+	struct upstream *up;
+	const struct proc_desc *desc;
+	void *args;
+	struct rpc_cred cred;
+	upstream_done_fn done;
+	void *priv;
+	ev_tstamp deadline;            /* loop time */
+	struct nfs_context *sent_on;   /* context that holds its PDU, or NULL */
+};
+
+struct upstream {
+	struct ev_loop *loop;
+	const struct nfsd_config *cfg;
+	char *server;                  /* from upstream.url */
+	char *export;
+	int mount_port;                /* 0: ask the portmapper */
+	struct nfs_context *nfs;       /* NULL while down */
+	enum up_state state;
+	int broken;                    /* tear the context down after nfs_service */
+	int ever_up;
+	ev_io io;
+	int io_fd, io_events;
+	ino_t sock_ino;                /* socket behind io_fd: changes on libnfs reconnects */
+	ev_timer tick;
+	ev_timer retry;
+	double backoff_s;
+	struct list_node waiting;      /* struct up_req not yet sent */
+	struct list_node sent;         /* struct up_req with a PDU in libnfs */
+	char last_error[256];
+};
+
+static void up_connect(struct upstream *up);
+
+static int url_param(const char *url, const char *name)
+{
+	const char *q = strchr(url, '?');
+	size_t n = strlen(name);
+
+	while (q) {
+		q++;
+		if (strncmp(q, name, n) == 0 && q[n] == '=')
+			return atoi(q + n + 1);
+		q = strchr(q, '&');
+	}
+	return 0;
+}
+
+struct upstream *upstream_new(struct ev_loop *loop, const struct nfsd_config *cfg, FILE *err)
+{
+	struct nfs_context *nfs = nfs_init_context();
+	struct nfs_url *url;
+
+	if (!nfs)
+		abort();
+	url = nfs_parse_url_dir(nfs, cfg->upstream_url);
+	if (!url || !url->server || !url->path) {
+		fprintf(err, "%s: upstream.url: \"%s\": %s\n", cfg->source, cfg->upstream_url,
+			nfs_get_error(nfs));
+		if (url)
+			nfs_destroy_url(url);
+		nfs_destroy_context(nfs);
+		return NULL;
+	}
+	struct upstream *up = calloc(1, sizeof(*up));
+	if (!up)
+		abort();
+	up->loop = loop;
+	up->cfg = cfg;
+	up->server = strdup(url->server);
+	up->export = strdup(url->path);
+	up->mount_port = url_param(cfg->upstream_url, "mountport");
+	nfs_destroy_url(url);
+	nfs_destroy_context(nfs);
+	up->io_fd = -1;
+	up->backoff_s = BACKOFF_MIN_S;
+	list_init(&up->waiting);
+	list_init(&up->sent);
+	ev_init(&up->tick, NULL);
+	ev_init(&up->retry, NULL);
+	return up;
+}
+
+const char *upstream_state(const struct upstream *up)
+{
+	static const char *const names[] = { "down", "connecting", "up" };
+
+	return names[up->state];
+}
+
+const char *upstream_server(const struct upstream *up)
+{
+	return up->server;
+}
+
+const char *upstream_export(const struct upstream *up)
+{
+	return up->export;
+}
+
+static void req_complete(struct up_req *r, enum upstream_status st, void *res)
+{
+	list_del(&r->link);
+	r->done(r->priv, st, res);
+	free(r);
+}
+
+/* Keep the libev watcher in step with what libnfs wants. */
+static void up_io_update(struct upstream *up)
+{
+	int fd = up->nfs ? nfs_get_fd(up->nfs) : -1;
+	int events = 0;
+	struct stat st;
+	ino_t ino = 0;
+
+	if (fd >= 0) {
+		int pe = nfs_which_events(up->nfs);
+		if (pe & POLLIN)
+			events |= EV_READ;
+		if (pe & POLLOUT)
+			events |= EV_WRITE;
+		if (fstat(fd, &st) == 0)
+			ino = st.st_ino;
+	}
+	if (fd == up->io_fd && events == up->io_events && ino == up->sock_ino)
+		return;
+	if (fd >= 0 && fd == up->io_fd && ino != up->sock_ino && up->sock_ino != 0 &&
+	    up->state == UP_UP) {
+		/* libnfs reconnected by itself, dup2()ing a new socket onto the fd */
+		stats.upstream_errors++;
+		stats.upstream_reconnects++;
+		log_info("upstream: %s: reconnected", up->server);
+	}
+	ev_io_stop(up->loop, &up->io);
+	if (fd >= 0 && events) {
+		ev_io_set(&up->io, fd, events);
+		ev_io_start(up->loop, &up->io);
+	}
+	up->io_fd = fd;
+	up->io_events = events;
+	up->sock_ino = ino;
+}
+
+static void up_tick_update(struct upstream *up)
+{
+	int want = !list_empty(&up->waiting) || !list_empty(&up->sent);
+
+	if (want && !ev_is_active(&up->tick))
+		ev_timer_again(up->loop, &up->tick);
+	else if (!want && ev_is_active(&up->tick))
+		ev_timer_stop(up->loop, &up->tick);
+}
+
+static void up_teardown(struct upstream *up)
+{
+	struct nfs_context *nfs = up->nfs;
+	struct list_node *pos, *tmp;
+
+	up->broken = 0;
+	if (!nfs)
+		return;
+	stats.upstream_errors++;
+	if (up->state == UP_UP)
+		log_warning("upstream: %s: connection failed: %s", up->server, up->last_error);
+	up->nfs = NULL;
+	up->state = UP_DOWN;
+	ev_io_stop(up->loop, &up->io);
+	up->io_fd = -1;
+	up->io_events = 0;
+	up->sock_ino = 0;
+	nfs_destroy_context(nfs);   /* its PDU callbacks requeue their calls */
+	list_for_each_safe(pos, tmp, &up->sent) {
+		struct up_req *r = list_entry(pos, struct up_req, link);
+		if (r->sent_on == nfs) {
+			r->sent_on = NULL;
+			list_del(&r->link);
+			list_add_tail(&up->waiting, &r->link);
+		}
+	}
+	ev_timer_set(&up->retry, up->backoff_s, 0.);
+	ev_timer_start(up->loop, &up->retry);
+	up->backoff_s = up->backoff_s * 2 > BACKOFF_MAX_S ? BACKOFF_MAX_S : up->backoff_s * 2;
+}
+
+/* After every nfs_service(): tear down a failed context, follow fd changes. */
+static void up_after_service(struct upstream *up)
+{
+	if (up->broken)
+		up_teardown(up);
+	else
+		up_io_update(up);
+	up_tick_update(up);
+}
+
+/* libnfs reports replies with an RPC-level error and transport failures with
+ * the same status; these prefixes are the replies (lib/pdu.c). */
+static int is_reply_error(const char *msg)
+{
+	static const char *const prefixes[] = {
+		"Server responded", "RPC Packet not accepted", "Message rejected",
+		"Unknown rpc response",
+	};
+
+	if (!msg)
+		return 0;
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+		if (strncmp(msg, prefixes[i], strlen(prefixes[i])) == 0)
+			return 1;
+	return 0;
+}
+
+static void up_rpc_cb(struct rpc_context *rpc, int status, void *data, void *priv)
+{
+	struct up_req *r = priv;
+	struct upstream *up = r->up;
+
+	(void)rpc;
+	switch (status) {
+	case RPC_STATUS_SUCCESS:
+		req_complete(r, UPSTREAM_OK, data);
+		return;
+	case RPC_STATUS_TIMEOUT:
+		stats.upstream_timeouts++;
+		log_warning("upstream: %s %s: no reply within %llu ms", up->server, r->desc->name,
+			    (unsigned long long)up->cfg->upstream_timeout_ms);
+		req_complete(r, UPSTREAM_TIMEOUT, NULL);
+		return;
+	case RPC_STATUS_ERROR:
+		if (is_reply_error(data)) {
+			log_warning("upstream: %s %s: %s", up->server, r->desc->name, (const char *)data);
+			req_complete(r, UPSTREAM_FAILED, NULL);
+			return;
+		}
+		/* the transport failed, the call did not */
+		__attribute__((fallthrough));
+	case RPC_STATUS_CANCEL:
+	default:
+		if (status == RPC_STATUS_ERROR) {
+			if (up->nfs == r->sent_on) {
+				snprintf(up->last_error, sizeof(up->last_error), "%s",
+					 data ? (const char *)data : "transport error");
+				up->broken = 1;
+			}
+		}
+		r->sent_on = NULL;
+		list_del(&r->link);
+		list_add_tail(&up->waiting, &r->link);
+		return;
+	}
+}
+
+static void up_submit(struct upstream *up, struct up_req *r)
+{
+	struct rpc_context *rpc = nfs_get_rpc_context(up->nfs);
+	double left_ms = (r->deadline - ev_now(up->loop)) * 1000.0;
+
+	if (left_ms < 1)
+		left_ms = 1;
+	rpc_set_auth(rpc, libnfs_authunix_create(r->cred.machinename, r->cred.uid, r->cred.gid,
+						 r->cred.gids_len, r->cred.gids));
+	nfs_set_timeout(up->nfs, (int)left_ms);
+	list_del(&r->link);
+	if (r->desc->send(rpc, up_rpc_cb, r->args, r) != 0) {
+		log_warning("upstream: %s %s: cannot queue: %s", up->server, r->desc->name,
+			    rpc_get_error(rpc));
+		list_add_tail(&up->waiting, &r->link);
+		up->broken = 1;
+		return;
+	}
+	r->sent_on = up->nfs;
+	list_add_tail(&up->sent, &r->link);
+	stats.upstream_nfs3[r->desc->proc]++;
+}
+
+static void up_submit_waiting(struct upstream *up)
+{
+	while (up->state == UP_UP && !up->broken && !list_empty(&up->waiting))
+		up_submit(up, list_first(&up->waiting, struct up_req, link));
+}
+
+static void up_io_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct upstream *up = w->data;
+	int pe = 0;
+
+	(void)loop;
+	if (revents & EV_READ)
+		pe |= POLLIN;
+	if (revents & EV_WRITE)
+		pe |= POLLOUT;
+	if (nfs_service(up->nfs, pe) < 0 && !up->broken) {
+		snprintf(up->last_error, sizeof(up->last_error), "%s", nfs_get_error(up->nfs));
+		up->broken = 1;
+	}
+	up_after_service(up);
+}
+
+static void up_tick_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct upstream *up = w->data;
+	struct list_node *pos, *tmp;
+
+	(void)revents;
+	if (up->nfs && nfs_service(up->nfs, 0) < 0)
+		up->broken = 1;
+	/* calls still waiting for a connection when their time is up */
+	list_for_each_safe(pos, tmp, &up->waiting) {
+		struct up_req *r = list_entry(pos, struct up_req, link);
+		if (r->deadline <= ev_now(loop)) {
+			stats.upstream_timeouts++;
+			req_complete(r, UPSTREAM_TIMEOUT, NULL);
+		}
+	}
+	up_after_service(up);
+}
+
+static void up_mount_cb(int status, struct nfs_context *nfs, void *data, void *priv)
+{
+	struct upstream *up = priv;
+
+	(void)nfs;
+	if (status != 0) {
+		const char *why = data ? (const char *)data : "unknown error";
+		if (strcmp(up->last_error, why) != 0 || !up->ever_up)
+			log_warning("upstream: %s:%s: mount failed: %s (retrying)", up->server,
+				    up->export, why);
+		snprintf(up->last_error, sizeof(up->last_error), "%s", why);
+		up->broken = 1;
+		return;
+	}
+	up->state = UP_UP;
+	up->backoff_s = BACKOFF_MIN_S;
+	up->sock_ino = 0;   /* the mount's own sockets are not reconnections */
+	rpc_set_autoreconnect(nfs_get_rpc_context(up->nfs), RECONNECT_RETRIES);
+	if (up->ever_up) {
+		stats.upstream_reconnects++;
+		log_info("upstream: %s:%s: reconnected", up->server, up->export);
+	} else {
+		log_info("upstream: %s:%s: mounted", up->server, up->export);
+	}
+	up->ever_up = 1;
+	up->last_error[0] = '\0';
+	up_submit_waiting(up);
+}
+
+static void up_connect(struct upstream *up)
+{
+	struct nfs_url *url;
+
+	up->nfs = nfs_init_context();
+	if (!up->nfs)
+		abort();
+	url = nfs_parse_url_dir(up->nfs, up->cfg->upstream_url);   /* applies ?nfsport= etc. */
+	if (url)
+		nfs_destroy_url(url);
+	nfs_set_timeout(up->nfs, (int)up->cfg->upstream_timeout_ms);
+	nfs_set_autoreconnect(up->nfs, RECONNECT_RETRIES);
+	up->state = UP_CONNECTING;
+	if (nfs_mount_async(up->nfs, up->server, up->export, up_mount_cb, up) != 0) {
+		log_warning("upstream: %s:%s: cannot start mount: %s", up->server, up->export,
+			    nfs_get_error(up->nfs));
+		up->broken = 1;
+	}
+	up_after_service(up);
+}
+
+static void up_retry_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	up_connect(w->data);
+}
+
+void upstream_start(struct upstream *up)
+{
+	ev_io_init(&up->io, up_io_cb, 0, EV_READ);
+	up->io.data = up;
+	ev_timer_init(&up->tick, up_tick_cb, TICK_S, TICK_S);
+	up->tick.data = up;
+	ev_timer_init(&up->retry, up_retry_cb, 0., 0.);
+	up->retry.data = up;
+	up_connect(up);
+}
+
+int upstream_call(struct upstream *up, const struct proc_desc *desc, void *args,
+		  const struct rpc_cred *cred, upstream_done_fn done, void *priv)
+{
+	double timeout_s = (double)up->cfg->upstream_timeout_ms / 1000.0;
+
+	if (desc->prog == MOUNT_PROGRAM) {
+		stats.upstream_mount3[desc->proc]++;
+		return mountfwd_call(up->loop, up->server, up->mount_port, timeout_s, desc, args,
+				     cred, done, priv);
+	}
+	struct up_req *r = calloc(1, sizeof(*r));
+	if (!r)
+		abort();
+	r->up = up;
+	r->desc = desc;
+	r->args = args;
+	r->cred = *cred;
+	r->done = done;
+	r->priv = priv;
+	r->deadline = ev_now(up->loop) + timeout_s;
+	list_init(&r->link);
+	list_add_tail(&up->waiting, &r->link);
+	up_submit_waiting(up);
+	if (up->nfs && up->state == UP_UP)
+		up_io_update(up);   /* libnfs now wants POLLOUT */
+	up_tick_update(up);
+	return 0;
+}
+
+void upstream_free(struct upstream *up)
+{
+	struct list_node *pos, *tmp;
+
+	if (!up)
+		return;
+	ev_timer_stop(up->loop, &up->tick);
+	ev_timer_stop(up->loop, &up->retry);
+	ev_io_stop(up->loop, &up->io);
+	if (up->nfs) {
+		struct nfs_context *nfs = up->nfs;
+		up->nfs = NULL;
+		nfs_destroy_context(nfs);
+	}
+	list_for_each_safe(pos, tmp, &up->sent)
+		req_complete(list_entry(pos, struct up_req, link), UPSTREAM_TIMEOUT, NULL);
+	list_for_each_safe(pos, tmp, &up->waiting)
+		req_complete(list_entry(pos, struct up_req, link), UPSTREAM_TIMEOUT, NULL);
+	free(up->server);
+	free(up->export);
+	free(up);
+}

@@ -1,0 +1,60 @@
+/*
+ * upstream.h — the client side: calls forwarded to the upstream NFS server
+ * with libnfs on the daemon's libev loop.
+ *
+ * NFSv3 calls go over one nfs_context (mounted once, so libnfs brings its
+ * timeouts, and reconnection that requeues calls with their XIDs).  Each
+ * call carries its client's AUTH_SYS credential.  While the upstream is
+ * unreachable calls wait — hard-mount behaviour — and are sent when it is
+ * back, or completed with UPSTREAM_TIMEOUT after upstream.timeout_ms (the
+ * caller answers NFS3ERR_JUKEBOX).  A transport failure is never reported
+ * as an error result.  MOUNT calls go over short-lived connections to the
+ * upstream's MOUNT port (mountfwd.c) under the same rules.
+ */
+#ifndef NFSCACHED_UPSTREAM_H
+#define NFSCACHED_UPSTREAM_H
+
+#include <ev.h>
+
+#include "daemon/conf.h"
+#include "proto/proc.h"
+#include "proto/rpc_msg.h"
+
+enum upstream_status {
+	UPSTREAM_OK = 0,       /* `res` is the decoded result, valid during the callback only */
+	UPSTREAM_TIMEOUT,      /* no answer within upstream.timeout_ms */
+	UPSTREAM_FAILED,       /* the upstream answered with an RPC-level error */
+};
+
+typedef void (*upstream_done_fn)(void *priv, enum upstream_status status, void *res);
+
+struct upstream;
+
+/* Parse cfg->upstream_url.  Returns NULL after printing "upstream.url: why"
+ * to `err` when the URL is unusable.  Nothing is connected yet. */
+struct upstream *upstream_new(struct ev_loop *loop, const struct nfsd_config *cfg, FILE *err);
+
+/* Start connecting (and keep reconnecting) in the background. */
+void upstream_start(struct upstream *up);
+
+/* Stop everything: calls still queued complete with UPSTREAM_TIMEOUT.
+ * upstream_free(NULL) is a no-op. */
+void upstream_free(struct upstream *up);
+
+/*
+ * Forward one call.  `args` (the libnfs argument struct of desc's
+ * procedure) must stay valid until `done` fires: libnfs may send WRITE data
+ * from it again after a reconnection.  `cred` is copied.
+ * Returns 0: `done` fires exactly once, later, never from inside this call.
+ */
+int upstream_call(struct upstream *up, const struct proc_desc *desc, void *args,
+		  const struct rpc_cred *cred, upstream_done_fn done, void *priv);
+
+/* "up", "connecting" or "down", for status lines. */
+const char *upstream_state(const struct upstream *up);
+
+/* The server and default export, from upstream.url. */
+const char *upstream_server(const struct upstream *up);
+const char *upstream_export(const struct upstream *up);
+
+#endif

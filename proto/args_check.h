@@ -1,0 +1,35 @@
+/*
+ * args_check.h — structural validation of NFSv3 and MOUNTv3 call arguments
+ * (RFC 1813 §3.3 and §5.2) in the raw record, before libnfs decodes them.
+ *
+ * libnfs's decoders trust declared lengths (a string or opaque length near
+ * 2^32 wraps their bounds check), so every variable-length field is checked
+ * here against the protocol maxima and the bytes actually present: file
+ * handles <= 64 bytes, names <= 255, paths <= 1024, WRITE data <= the
+ * configured maximum and equal to `count`, union discriminants in range.
+ * Pure function of the bytes; no libnfs, no allocation.
+ */
+#ifndef NFSCACHED_ARGS_CHECK_H
+#define NFSCACHED_ARGS_CHECK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define NFS3_FHSIZE_MAX 64
+#define NFS3_NAME_MAX 255
+#define NFS3_PATH_MAX 1024      /* MNTPATHLEN, and the bound on symlink data */
+
+#define NFS3_PROGRAM 100003
+#define MOUNT_PROGRAM 100005
+
+/*
+ * Check the arguments of procedure `proc` of NFS version 3 (`prog` NFS3) or
+ * MOUNT version 3 (`prog` MOUNT) in `args` (`len` bytes, everything after the
+ * call header).  `max_write` bounds WRITE data, bytes.
+ * Returns 0 when the arguments are complete and within bounds, -EBADMSG
+ * otherwise, -ENOSYS for a procedure number it does not know.
+ */
+int args_check(uint32_t prog, uint32_t proc, const uint8_t *args, size_t len,
+	       uint32_t max_write);
+
+#endif

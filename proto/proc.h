@@ -1,0 +1,78 @@
+/*
+ * proc.h — the procedure table: (program, version, procedure) → name, flags,
+ * libnfs XDR routines for arguments and results, the daemon's handler, and
+ * the libnfs call that forwards it upstream (nfs-ganesha nfs3_func_desc[]).
+ * NFSv3 (RFC 1813 §3.3) and MOUNTv3 (RFC 1813 §5.2), one type family: the
+ * decoded argument structs are libnfs's, passed to rpc_nfs3_*_async as they
+ * are, and its result structs are encoded back to the client as they are.
+ */
+#ifndef NFSCACHED_PROC_H
+#define NFSCACHED_PROC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/nfs.h"
+#include "proto/args_check.h"
+
+#define NFS3_VERSION 3
+#define MOUNT3_VERSION 3
+
+#define NFS3_PROC_COUNT 22
+#define MOUNT3_PROC_COUNT 6
+
+/* NFSv3 procedure numbers used by name outside the table. */
+enum {
+	NFS3PROC_NULL = 0, NFS3PROC_GETATTR = 1, NFS3PROC_READ = 6, NFS3PROC_WRITE = 7,
+	NFS3PROC_READDIR = 16, NFS3PROC_READDIRPLUS = 17, NFS3PROC_FSINFO = 19,
+};
+enum {
+	MOUNT3PROC_NULL = 0, MOUNT3PROC_MNT = 1, MOUNT3PROC_DUMP = 2, MOUNT3PROC_UMNT = 3,
+	MOUNT3PROC_UMNTALL = 4, MOUNT3PROC_EXPORT = 5,
+};
+
+#define NFS3ERR_JUKEBOX_STATUS 10008
+#define MNT3ERR_ACCES_STATUS 13
+
+struct nfsd_call;
+
+/* A handler takes over the call: it answers (now or later) or drops it,
+ * exactly once, through the call_* functions of daemon/call.h. */
+typedef void (*proc_handler_fn)(struct nfsd_call *call);
+
+/* XDR routine over a libnfs memory stream; returns nonzero on success. */
+typedef uint32_t (*proc_xdr_fn)(ZDR *zdr, void *obj);
+
+/* Queue the call upstream on `rpc`; libnfs's contract: 0 and `cb` fires once
+ * later, or <0 and it never fires. */
+typedef int (*proc_send_fn)(struct rpc_context *rpc, rpc_cb cb, void *args, void *priv);
+
+#define PROC_NONIDEMPOTENT 0x1   /* replays are answered from the DRC */
+
+struct proc_desc {
+	uint32_t prog, vers, proc;
+	const char *name;            /* upper-case RFC 1813 name */
+	unsigned flags;              /* PROC_* */
+	proc_xdr_fn decode_args;     /* NULL: void arguments */
+	size_t args_size;            /* bytes of the libnfs argument struct */
+	proc_xdr_fn encode_res;      /* NULL: void result */
+	size_t res_size;             /* bytes of the libnfs result struct */
+	proc_handler_fn handler;
+	proc_send_fn send;
+};
+
+enum proc_lookup_status {
+	PROC_FOUND = 0,
+	PROC_PROG_UNAVAIL,
+	PROC_PROG_MISMATCH,   /* *low..*high are the versions served */
+	PROC_PROC_UNAVAIL,
+};
+
+/*
+ * Find the table entry for a call.  Returns it, or NULL with *why set (and
+ * *low, *high for PROC_PROG_MISMATCH).
+ */
+const struct proc_desc *proc_lookup(uint32_t prog, uint32_t vers, uint32_t proc,
+				    enum proc_lookup_status *why, uint32_t *low, uint32_t *high);
+
+#endif

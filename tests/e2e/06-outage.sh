@@ -1,0 +1,56 @@
+#!/bin/bash
+# 06-outage: the upstream dies (SIGKILL) in the middle of a 256 MiB nfs-cp
+# through nfscached, stays down 5 s and comes back on the same ports with the
+# same export. Like a hard mount, the copy waits and then completes with
+# identical bytes, in both directions; the daemon counts the reconnection.
+. "$(dirname "$0")/../lib.sh"
+needs_own_upstream
+CLIENT_TIMEOUT=150
+setup
+
+SIZE=$((256 << 20))
+head -c "$SIZE" /dev/urandom > "$T_TMP/big"
+want=$(md5 "$T_TMP/big")
+
+# outage up|down: one copy, with the upstream stopped while it runs.
+outage() {
+    local dir=$1 src dst watch cp_pid i
+    if [ "$dir" = up ]; then
+        src=$T_TMP/big dst=$(proxy_url up-big) watch=$EXPORT_DIR/up-big
+    else
+        cp "$T_TMP/big" "$EXPORT_DIR/down-big"
+        src=$(proxy_url down-big) dst=$T_TMP/down-big watch=$T_TMP/down-big
+    fi
+    nfs_cp "$src" "$dst" > "$T_TMP/cp.out" 2>&1 &
+    cp_pid=$!
+    for ((i = 0; i < 3000; i++)); do
+        [ "$(stat -c %s "$watch" 2>/dev/null || echo 0)" -ge $((32 << 20)) ] && break
+        kill -0 "$cp_pid" 2>/dev/null || break
+        sleep 0.01
+    done
+    kill -0 "$cp_pid" 2>/dev/null
+    ok $? "$dir: the copy is running when the upstream is killed" ||
+        diag "$watch has $(stat -c %s "$watch" 2>/dev/null) bytes"
+    stop_upstream KILL
+    sleep 1
+    if [ "${NFSCACHED_E2E_DIRECT:-0}" != 1 ]; then
+        ctl status | grep -qxE 'upstream (down|connecting)'
+        ok $? "$dir: status shows the upstream down" || diag "$(ctl status 2>&1)"
+    fi
+    sleep 4
+    start_upstream
+    ok $? "$dir: upstream restarted on ports $UP_NFS_PORT/$UP_MNT_PORT"
+    wait "$cp_pid"
+    ok $? "$dir: nfs-cp completes" || diag "$(cat "$T_TMP/cp.out")"
+    if [ "$dir" = up ]; then
+        is "$(md5 "$EXPORT_DIR/up-big")" "$want" "$dir: the file in the export is identical"
+    else
+        is "$(md5 "$T_TMP/down-big")" "$want" "$dir: the downloaded file is identical"
+    fi
+}
+
+outage up
+outage down
+stat_ok upstream.reconnects -ge 2
+stat_ok upstream.errors -ge 1
+done_testing

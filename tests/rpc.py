@@ -1,0 +1,828 @@
+#!/usr/bin/env python3
+"""rpc.py - a small ONC RPC (RFC 5531) client over TCP, for tests.
+
+Record marking (optionally split into several fragments), call headers with
+AUTH_SYS, AUTH_NONE or any raw flavor, raw byte sending, reply parsing, and
+XDR for the few NFSv3 / MOUNTv3 calls the tests need (RFC 1813): MOUNT MNT,
+NFS NULL, GETATTR, LOOKUP, CREATE (UNCHECKED), REMOVE, WRITE.
+
+Used as a library (import rpc) and from the shell tests through its command
+line, which prints `key: value` lines:
+
+  rpc.py [--host H] --port P [--mount-port M] [--export PATH] [--timeout S]
+         [--uid N] [--gid N] [--fragments N] COMMAND [ARGS]
+
+  null                         NFS NULL
+  mnt                          MOUNT MNT of --export: fh
+  getattr FH                   nfs_status, type, size, mode
+  lookup FH NAME               nfs_status, fh
+  create FH NAME               CREATE UNCHECKED mode 0644: nfs_status, fh
+  remove FH NAME               nfs_status
+  write FH OFFSET TEXT         FILE_SYNC write: nfs_status, count
+  send FILE                    send the record saved in FILE (record mark
+                               included) and print its reply
+  badinput [CASE...]           send malformed input on one connection per
+                               case while a second connection, opened first,
+                               keeps calling NULL and GETATTR (see BAD_CASES)
+
+  For null/getattr/lookup/create/remove/write: --xid X fixes the XID,
+  --repeat N sends the identical record N times on the same connection
+  (keys of the Nth reply get a ".N" suffix from the second on), --save FILE
+  writes the record as sent.  FH is hex.  Exit status 0 when every reply
+  arrived (whatever its status), 1 on a transport failure, 2 on usage errors.
+
+Only the Python standard library is used.
+"""
+
+import argparse
+import hashlib
+import os
+import random
+import select
+import socket
+import struct
+import sys
+import time
+
+# ---- constants (RFC 5531, RFC 1813) ----------------------------------------
+
+CALL, REPLY = 0, 1
+MSG_ACCEPTED, MSG_DENIED = 0, 1
+ACCEPT_STAT = {0: "SUCCESS", 1: "PROG_UNAVAIL", 2: "PROG_MISMATCH",
+               3: "PROC_UNAVAIL", 4: "GARBAGE_ARGS", 5: "SYSTEM_ERR"}
+REJECT_STAT = {0: "RPC_MISMATCH", 1: "AUTH_ERROR"}
+AUTH_STAT = {0: "AUTH_OK", 1: "AUTH_BADCRED", 2: "AUTH_REJECTEDCRED",
+             3: "AUTH_BADVERF", 4: "AUTH_REJECTEDVERF", 5: "AUTH_TOOWEAK",
+             6: "AUTH_INVALIDRESP", 7: "AUTH_FAILED"}
+AUTH_NONE, AUTH_SYS, AUTH_DH = 0, 1, 3
+LAST_FRAGMENT = 0x80000000
+
+NFS_PROGRAM, NFS_V3 = 100003, 3
+MOUNT_PROGRAM, MOUNT_V3 = 100005, 3
+NFSPROC3_NULL, NFSPROC3_GETATTR, NFSPROC3_LOOKUP = 0, 1, 3
+NFSPROC3_WRITE, NFSPROC3_CREATE, NFSPROC3_REMOVE = 7, 8, 12
+MOUNTPROC3_MNT = 1
+UNSTABLE, DATA_SYNC, FILE_SYNC = 0, 1, 2
+UNCHECKED, GUARDED, EXCLUSIVE = 0, 1, 2
+
+NFS3_STATUS = {
+    0: "NFS3_OK", 1: "NFS3ERR_PERM", 2: "NFS3ERR_NOENT", 5: "NFS3ERR_IO",
+    6: "NFS3ERR_NXIO", 13: "NFS3ERR_ACCES", 17: "NFS3ERR_EXIST",
+    18: "NFS3ERR_XDEV", 19: "NFS3ERR_NODEV", 20: "NFS3ERR_NOTDIR",
+    21: "NFS3ERR_ISDIR", 22: "NFS3ERR_INVAL", 27: "NFS3ERR_FBIG",
+    28: "NFS3ERR_NOSPC", 30: "NFS3ERR_ROFS", 31: "NFS3ERR_MLINK",
+    63: "NFS3ERR_NAMETOOLONG", 66: "NFS3ERR_NOTEMPTY", 69: "NFS3ERR_DQUOT",
+    70: "NFS3ERR_STALE", 71: "NFS3ERR_REMOTE", 10001: "NFS3ERR_BADHANDLE",
+    10002: "NFS3ERR_NOT_SYNC", 10003: "NFS3ERR_BAD_COOKIE",
+    10004: "NFS3ERR_NOTSUPP", 10005: "NFS3ERR_TOOSMALL",
+    10006: "NFS3ERR_SERVERFAULT", 10007: "NFS3ERR_BADTYPE",
+    10008: "NFS3ERR_JUKEBOX",
+}
+
+
+class RpcError(Exception):
+    """A transport failure or an unexpected reply."""
+
+
+class Closed(RpcError):
+    """The peer closed (or reset) the connection."""
+
+
+class Timeout(RpcError):
+    """No (whole) reply within the time allowed."""
+
+
+# ---- XDR (RFC 4506) ---------------------------------------------------------
+
+class Packer:
+    def __init__(self):
+        self.parts = []
+
+    def u32(self, v):
+        self.parts.append(struct.pack(">I", v & 0xffffffff))
+        return self
+
+    def u64(self, v):
+        self.parts.append(struct.pack(">Q", v))
+        return self
+
+    def boolean(self, b):
+        return self.u32(1 if b else 0)
+
+    def fixed(self, data):
+        """Bytes padded to a multiple of 4, no length."""
+        self.parts.append(bytes(data) + b"\0" * (-len(data) % 4))
+        return self
+
+    def opaque(self, data, declared=None):
+        """opaque<>/string<>: length (`declared` if given, to lie), bytes."""
+        self.u32(len(data) if declared is None else declared)
+        return self.fixed(data)
+
+    def raw(self, data):
+        self.parts.append(bytes(data))
+        return self
+
+    def bytes(self):
+        return b"".join(self.parts)
+
+
+class Unpacker:
+    def __init__(self, data, pos=0):
+        self.data = data
+        self.pos = pos
+
+    def need(self, n):
+        if self.pos + n > len(self.data):
+            raise RpcError("reply truncated at byte %d (need %d more of %d)"
+                           % (self.pos, n, len(self.data)))
+
+    def u32(self):
+        self.need(4)
+        v = struct.unpack_from(">I", self.data, self.pos)[0]
+        self.pos += 4
+        return v
+
+    def u64(self):
+        self.need(8)
+        v = struct.unpack_from(">Q", self.data, self.pos)[0]
+        self.pos += 8
+        return v
+
+    def fixed(self, n):
+        self.need(n + (-n % 4))
+        v = self.data[self.pos:self.pos + n]
+        self.pos += n + (-n % 4)
+        return v
+
+    def opaque(self, maxlen=None):
+        n = self.u32()
+        if maxlen is not None and n > maxlen:
+            raise RpcError("opaque of %d bytes exceeds %d" % (n, maxlen))
+        return self.fixed(n)
+
+    def remaining(self):
+        return len(self.data) - self.pos
+
+
+# ---- record marking (RFC 5531 section 11) -----------------------------------
+
+def record(payload, fragments=1, align=4):
+    """The record marking of `payload`, split into `fragments` fragments of
+    near-equal size whose lengths are multiples of `align` bytes (the last
+    one may be shorter; never an empty fragment but for an empty payload).  RFC 5531 allows any split; nfs-ganesha 4.3
+    mishandles fragments that do not end on a 4-byte boundary, hence the
+    default."""
+    step = -(-len(payload) // max(1, fragments))
+    step = max(align, -(-step // align) * align)
+    fragments = max(1, -(-len(payload) // step))
+    out = []
+    pos = 0
+    for i in range(fragments):
+        last = i == fragments - 1
+        chunk = payload[pos:] if last else payload[pos:pos + step]
+        pos += len(chunk)
+        out.append(struct.pack(">I", len(chunk) | (LAST_FRAGMENT if last else 0)))
+        out.append(chunk)
+    return b"".join(out)
+
+
+# ---- call headers -----------------------------------------------------------
+
+def auth_sys_body(uid=0, gid=0, gids=(), machinename="rpc.py", stamp=0):
+    p = Packer().u32(stamp)
+    name = machinename.encode() if isinstance(machinename, str) else machinename
+    p.opaque(name).u32(uid).u32(gid).u32(len(gids))
+    for g in gids:
+        p.u32(g)
+    return p.bytes()
+
+
+def call_header(xid, prog, vers, proc, cred_flavor=AUTH_SYS, cred_body=None,
+                verf_flavor=AUTH_NONE, verf_body=b"", rpcvers=2, msg_type=CALL,
+                uid=0, gid=0, gids=()):
+    """The call header; `cred_body` defaults to an AUTH_SYS body built from
+    uid/gid/gids for AUTH_SYS, and empty otherwise."""
+    if cred_body is None:
+        cred_body = auth_sys_body(uid, gid, gids) if cred_flavor == AUTH_SYS else b""
+    p = Packer().u32(xid).u32(msg_type).u32(rpcvers).u32(prog).u32(vers).u32(proc)
+    p.u32(cred_flavor).opaque(cred_body)
+    p.u32(verf_flavor).opaque(verf_body)
+    return p.bytes()
+
+
+# ---- replies ----------------------------------------------------------------
+
+class Reply:
+    """A parsed reply.  Fields: xid, msg_type, reply_stat ("MSG_ACCEPTED" or
+    "MSG_DENIED"), accept_stat, reject_stat, auth_stat (names), low/high
+    (mismatch info), body (results, for accepted SUCCESS), raw (the record)."""
+
+    def __init__(self, rec):
+        self.raw = rec
+        self.accept_stat = self.reject_stat = self.auth_stat = None
+        self.low = self.high = None
+        self.body = b""
+        u = Unpacker(rec)
+        self.xid = u.u32()
+        self.msg_type = u.u32()
+        if self.msg_type != REPLY:
+            raise RpcError("message type %d is not REPLY" % self.msg_type)
+        stat = u.u32()
+        if stat == MSG_ACCEPTED:
+            self.reply_stat = "MSG_ACCEPTED"
+            u.u32()              # verifier flavor
+            u.opaque(400)        # verifier body
+            a = u.u32()
+            self.accept_stat = ACCEPT_STAT.get(a, str(a))
+            if a == 2:
+                self.low, self.high = u.u32(), u.u32()
+            self.body = rec[u.pos:]
+        elif stat == MSG_DENIED:
+            self.reply_stat = "MSG_DENIED"
+            r = u.u32()
+            self.reject_stat = REJECT_STAT.get(r, str(r))
+            if r == 0:
+                self.low, self.high = u.u32(), u.u32()
+            elif r == 1:
+                a = u.u32()
+                self.auth_stat = AUTH_STAT.get(a, str(a))
+        else:
+            raise RpcError("reply_stat %d" % stat)
+
+    def ok(self):
+        return self.reply_stat == "MSG_ACCEPTED" and self.accept_stat == "SUCCESS"
+
+    def summary(self):
+        """One line: `accepted SUCCESS`, `accepted PROG_MISMATCH 3-3`,
+        `denied RPC_MISMATCH 2-2`, `denied AUTH_ERROR AUTH_BADCRED`."""
+        if self.reply_stat == "MSG_ACCEPTED":
+            s = "accepted " + self.accept_stat
+        else:
+            s = "denied " + self.reject_stat
+            if self.auth_stat:
+                s += " " + self.auth_stat
+        if self.low is not None:
+            s += " %d-%d" % (self.low, self.high)
+        return s
+
+    def sha1(self):
+        return hashlib.sha1(self.raw).hexdigest()
+
+
+# ---- the connection ---------------------------------------------------------
+
+class Conn:
+    """One TCP connection.  Every wait is bounded by `timeout` seconds."""
+
+    def __init__(self, host, port, timeout=10.0, fragments=1, uid=0, gid=0):
+        self.timeout = timeout
+        self.fragments = fragments
+        self.uid, self.gid = uid, gid
+        self.xid = random.randrange(1, 1 << 31)
+        self.buf = b""
+        try:
+            self.sock = socket.create_connection((host, port), timeout=timeout)
+        except OSError as e:
+            raise RpcError("connect to %s:%d: %s" % (host, port, e)) from e
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def close(self):
+        self.sock.close()
+
+    def next_xid(self):
+        self.xid = (self.xid + 1) & 0xffffffff
+        return self.xid
+
+    def send_raw(self, data):
+        try:
+            self.sock.sendall(data)
+        except (BrokenPipeError, ConnectionResetError) as e:
+            raise Closed("send: %s" % e) from e
+        except socket.timeout as e:
+            raise Timeout("send blocked for %.1f s" % self.timeout) from e
+
+    def _fill(self, deadline):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise Timeout("no reply within %.1f s" % self.timeout)
+        r, _, _ = select.select([self.sock], [], [], left)
+        if not r:
+            raise Timeout("no reply within %.1f s" % self.timeout)
+        try:
+            data = self.sock.recv(65536)
+        except ConnectionResetError as e:
+            raise Closed("connection reset") from e
+        if not data:
+            raise Closed("connection closed by the peer")
+        self.buf += data
+
+    def recv_record(self, timeout=None):
+        """The next whole record (fragments joined).  Raises Closed, Timeout."""
+        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+        parts = []
+        while True:
+            while len(self.buf) < 4:
+                self._fill(deadline)
+            mark = struct.unpack_from(">I", self.buf)[0]
+            n = mark & ~LAST_FRAGMENT
+            if n > 64 << 20:
+                raise RpcError("reply fragment of %d bytes" % n)
+            while len(self.buf) < 4 + n:
+                self._fill(deadline)
+            parts.append(self.buf[4:4 + n])
+            self.buf = self.buf[4 + n:]
+            if mark & LAST_FRAGMENT:
+                return b"".join(parts)
+
+    def recv_reply(self, xid=None, timeout=None):
+        rep = Reply(self.recv_record(timeout))
+        if xid is not None and rep.xid != xid:
+            raise RpcError("reply xid %#x, expected %#x" % (rep.xid, xid))
+        return rep
+
+    def build(self, prog, vers, proc, args=b"", xid=None, **hdr):
+        """(xid, record bytes) of a call, record marked."""
+        if xid is None:
+            xid = self.next_xid()
+        hdr.setdefault("uid", self.uid)
+        hdr.setdefault("gid", self.gid)
+        payload = call_header(xid, prog, vers, proc, **hdr) + args
+        return xid, record(payload, self.fragments)
+
+    def call(self, prog, vers, proc, args=b"", xid=None, timeout=None, **hdr):
+        xid, rec = self.build(prog, vers, proc, args, xid, **hdr)
+        self.send_raw(rec)
+        return self.recv_reply(xid, timeout)
+
+    # -- MOUNTv3 and NFSv3 --
+
+    def mnt(self, path):
+        """MOUNT MNT: (mountstat3, root fh or None)."""
+        rep = self.call(MOUNT_PROGRAM, MOUNT_V3, MOUNTPROC3_MNT,
+                        Packer().opaque(path.encode()).bytes())
+        if not rep.ok():
+            raise RpcError("MNT: " + rep.summary())
+        u = Unpacker(rep.body)
+        st = u.u32()
+        return st, (u.opaque(64) if st == 0 else None)
+
+    def nfs(self, proc, args=b"", **kw):
+        """An NFSv3 call; returns (Reply, NFS status name or None)."""
+        rep = self.call(NFS_PROGRAM, NFS_V3, proc, args, **kw)
+        st = None
+        if rep.ok() and proc != NFSPROC3_NULL:
+            st = nfs_status(rep.body)
+        return rep, st
+
+    def null(self, **kw):
+        return self.call(NFS_PROGRAM, NFS_V3, NFSPROC3_NULL, b"", **kw)
+
+
+def nfs_status(body):
+    v = Unpacker(body).u32()
+    return NFS3_STATUS.get(v, str(v))
+
+
+# argument encoders
+
+def fh3(fh, declared=None):
+    return Packer().opaque(fh, declared).bytes()
+
+
+def diropargs3(dirfh, name):
+    n = name.encode() if isinstance(name, str) else name
+    return Packer().opaque(dirfh).opaque(n).bytes()
+
+
+def getattr_args(fh):
+    return fh3(fh)
+
+
+def lookup_args(dirfh, name):
+    return diropargs3(dirfh, name)
+
+
+def remove_args(dirfh, name):
+    return diropargs3(dirfh, name)
+
+
+def create_args(dirfh, name, mode=0o644):
+    """CREATE UNCHECKED with only the mode set."""
+    p = Packer().raw(diropargs3(dirfh, name)).u32(UNCHECKED)
+    p.boolean(True).u32(mode)       # mode
+    p.boolean(False)                # uid
+    p.boolean(False)                # gid
+    p.boolean(False)                # size
+    p.u32(0).u32(0)                 # atime, mtime: DONT_CHANGE
+    return p.bytes()
+
+
+def write_args(fh, offset, data, stable=FILE_SYNC, count=None, declared=None):
+    """WRITE3args; `count` and `declared` (the data length on the wire) may
+    lie about len(data)."""
+    p = Packer().opaque(fh).u64(offset)
+    p.u32(len(data) if count is None else count).u32(stable)
+    p.opaque(data, declared)
+    return p.bytes()
+
+
+# result decoders (just what the tests print)
+
+def skip_post_op_attr(u):
+    if u.u32():
+        u.fixed(84)
+
+
+def skip_wcc_data(u):
+    if u.u32():
+        u.fixed(24)
+    skip_post_op_attr(u)
+
+
+def decode_getattr(body):
+    u = Unpacker(body)
+    out = {"nfs_status": NFS3_STATUS.get(u.u32(), "?")}
+    if out["nfs_status"] == "NFS3_OK":
+        ftype, mode = u.u32(), u.u32()
+        u.u32(), u.u32(), u.u32()           # nlink uid gid
+        out.update(type=ftype, mode="%o" % mode, size=u.u64())
+    return out
+
+
+def decode_lookup(body):
+    u = Unpacker(body)
+    out = {"nfs_status": NFS3_STATUS.get(u.u32(), "?")}
+    if out["nfs_status"] == "NFS3_OK":
+        out["fh"] = u.opaque(64).hex()
+    return out
+
+
+def decode_create(body):
+    u = Unpacker(body)
+    out = {"nfs_status": NFS3_STATUS.get(u.u32(), "?")}
+    if out["nfs_status"] == "NFS3_OK" and u.u32():
+        out["fh"] = u.opaque(64).hex()
+    return out
+
+
+def decode_write(body):
+    u = Unpacker(body)
+    out = {"nfs_status": NFS3_STATUS.get(u.u32(), "?")}
+    if out["nfs_status"] == "NFS3_OK":
+        skip_wcc_data(u)
+        out["count"] = u.u32()
+        out["committed"] = u.u32()
+    return out
+
+
+def decode_status(body):
+    return {"nfs_status": nfs_status(body)}
+
+
+# ---- malformed input --------------------------------------------------------
+
+def _hdr(xid, prog=NFS_PROGRAM, vers=NFS_V3, proc=NFSPROC3_NULL, **kw):
+    return call_header(xid, prog, vers, proc, **kw)
+
+
+def _bad_garbage_unframed(ctx, xid):
+    # "GET " read as a record mark: a 1.1 GB non-last fragment
+    return b"GET / HTTP/1.1\r\nHost: nfs\r\n\r\n", False
+
+
+def _bad_garbage_record(ctx, xid):
+    rnd = random.Random(5531)
+    body = struct.pack(">II", xid, 0x41414141) + bytes(rnd.randrange(256) for _ in range(56))
+    return record(body), False
+
+
+def _bad_short_record(ctx, xid):
+    return record(b"\x01\x02\x03"), False
+
+
+def _bad_frag_2g(ctx, xid):
+    return struct.pack(">I", 0xffffffff) + _hdr(xid), False
+
+
+def _bad_frag_2g_nonlast(ctx, xid):
+    return struct.pack(">I", 0x7fffffff) + _hdr(xid), False
+
+
+def _bad_truncated_header(ctx, xid):
+    return record(_hdr(xid, proc=NFSPROC3_GETATTR)[:24]), True
+
+
+def _bad_truncated_cred(ctx, xid):
+    return record(_hdr(xid, proc=NFSPROC3_GETATTR)[:36]), True
+
+
+def _bad_prog_unavail(ctx, xid):
+    return record(_hdr(xid, prog=100099, vers=1)), True
+
+
+def _bad_nfs_v4(ctx, xid):
+    return record(_hdr(xid, vers=4)), True
+
+
+def _bad_nfs_v2(ctx, xid):
+    return record(_hdr(xid, vers=2)), True
+
+
+def _bad_mount_v1(ctx, xid):
+    return record(_hdr(xid, prog=MOUNT_PROGRAM, vers=1)), True
+
+
+def _bad_proc_99(ctx, xid):
+    return record(_hdr(xid, proc=99) + fh3(ctx["fh"])), True
+
+
+def _bad_mount_proc_99(ctx, xid):
+    return record(_hdr(xid, prog=MOUNT_PROGRAM, vers=MOUNT_V3, proc=99)), True
+
+
+def _bad_rpcvers_3(ctx, xid):
+    return record(_hdr(xid, rpcvers=3)), True
+
+
+def _bad_auth_dh(ctx, xid):
+    # authdh_fullname: netname, conversation key, window, verifier fields
+    cred = Packer().u32(0).opaque(b"unix.0@example").fixed(b"\x11" * 8).u32(60).bytes()
+    return record(_hdr(xid, proc=NFSPROC3_GETATTR, cred_flavor=AUTH_DH, cred_body=cred,
+                       verf_flavor=AUTH_DH, verf_body=b"\x22" * 12) + fh3(ctx["fh"])), True
+
+
+def _bad_write_overlong(ctx, xid):
+    args = write_args(ctx["fh"], 0, b"x" * 100, count=4096, declared=4096)
+    return record(_hdr(xid, proc=NFSPROC3_WRITE) + args), True
+
+
+def _bad_write_2g(ctx, xid):
+    args = write_args(ctx["fh"], 0, b"x" * 100, count=0x7fffffff, declared=0x7fffffff)
+    return record(_hdr(xid, proc=NFSPROC3_WRITE) + args), True
+
+
+def _bad_lookup_name_300(ctx, xid):
+    return record(_hdr(xid, proc=NFSPROC3_LOOKUP) + lookup_args(ctx["fh"], "n" * 300)), True
+
+
+def _bad_lookup_name_wrap(ctx, xid):
+    args = Packer().opaque(ctx["fh"]).opaque(b"abcd", declared=0xfffffffc).bytes()
+    return record(_hdr(xid, proc=NFSPROC3_LOOKUP) + args), True
+
+
+def _bad_lookup_fh_65(ctx, xid):
+    fh = (ctx["fh"] + b"\0" * 65)[:65]
+    return record(_hdr(xid, proc=NFSPROC3_LOOKUP) + lookup_args(fh, "x")), True
+
+
+def _good_fragmented(ctx, xid):
+    # a valid GETATTR in 5 fragments, the first one empty: a positive control
+    payload = _hdr(xid, proc=NFSPROC3_GETATTR) + fh3(ctx["fh"])
+    return struct.pack(">I", 0) + record(payload, 4), True
+
+
+def _good_fragmented_unaligned(ctx, xid):
+    # the same in fragments of 7 bytes (RFC 5531 allows any fragment length)
+    payload = _hdr(xid, proc=NFSPROC3_GETATTR) + fh3(ctx["fh"])
+    return record(payload, -(-len(payload) // 7), align=7), True
+
+
+# name -> (builder, description).  The builder returns (bytes to send,
+# whether the xid of the case can be answered).
+BAD_CASES = {
+    "garbage_unframed": (_bad_garbage_unframed, "HTTP request bytes"),
+    "garbage_record": (_bad_garbage_record, "a record of garbage (msg type 0x41414141)"),
+    "short_record": (_bad_short_record, "a 3-byte record"),
+    "frag_2g": (_bad_frag_2g, "last fragment of 2^31-1 bytes"),
+    "frag_2g_nonlast": (_bad_frag_2g_nonlast, "non-last fragment of 2^31-1 bytes"),
+    "truncated_header": (_bad_truncated_header, "call cut after the procedure number"),
+    "truncated_cred": (_bad_truncated_cred, "call cut inside the AUTH_SYS credential"),
+    "prog_unavail": (_bad_prog_unavail, "program 100099"),
+    "nfs_v4": (_bad_nfs_v4, "NFS version 4"),
+    "nfs_v2": (_bad_nfs_v2, "NFS version 2"),
+    "mount_v1": (_bad_mount_v1, "MOUNT version 1"),
+    "proc_99": (_bad_proc_99, "NFSv3 procedure 99"),
+    "mount_proc_99": (_bad_mount_proc_99, "MOUNTv3 procedure 99"),
+    "rpcvers_3": (_bad_rpcvers_3, "RPC version 3"),
+    "auth_dh": (_bad_auth_dh, "AUTH_DH credential"),
+    "write_overlong": (_bad_write_overlong, "WRITE declaring 4096 data bytes, 100 sent"),
+    "write_2g": (_bad_write_2g, "WRITE declaring 2^31-1 data bytes, 100 sent"),
+    "lookup_name_300": (_bad_lookup_name_300, "LOOKUP of a 300-byte name"),
+    "lookup_name_wrap": (_bad_lookup_name_wrap, "LOOKUP name length 0xfffffffc"),
+    "lookup_fh_65": (_bad_lookup_fh_65, "LOOKUP in a 65-byte file handle"),
+    "fragmented": (_good_fragmented, "valid GETATTR in 5 fragments (control)"),
+    "fragmented_unaligned": (_good_fragmented_unaligned,
+                             "valid GETATTR in 7-byte fragments (control)"),
+}
+
+
+def run_bad_case(args, name, bystander, fh, out):
+    """One case: a fresh connection gets the bad bytes; its outcome is
+    `reply <summary>`, `closed` or `silent`; then the bystander calls NULL and
+    GETATTR, and a connection that replied is asked for NULL once more."""
+    builder, _ = BAD_CASES[name]
+    xid = random.randrange(1, 1 << 31)
+    data, answerable = builder({"fh": fh}, xid)
+    result, same_null = "", "n/a"
+    try:
+        c = Conn(args.host, args.port, args.timeout, uid=args.uid, gid=args.gid)
+    except RpcError as e:
+        out.append(("%s.result" % name, "connect failed: %s" % e))
+        c = None
+    if c:
+        try:
+            c.send_raw(data)
+            # a case with no answerable xid is given less time to stay silent
+            rep = c.recv_reply(timeout=args.timeout if answerable else args.silent_wait)
+            result = rep.summary()
+            if rep.xid != xid:
+                result += " xid-mismatch"
+        except Closed:
+            result = "closed"
+        except Timeout:
+            result = "silent"
+        except RpcError as e:
+            result = "bad-reply %s" % e
+        if result.startswith(("accepted", "denied")):
+            try:
+                same_null = "ok" if c.null(timeout=args.timeout).ok() else "failed"
+            except Closed:
+                same_null = "closed"
+            except Timeout:
+                same_null = "silent"
+            except RpcError as e:
+                same_null = "error %s" % e
+        c.close()
+        out.append(("%s.result" % name, result))
+    out.append(("%s.same_conn_null" % name, same_null))
+    try:
+        r = bystander.null(timeout=args.timeout)
+        out.append(("%s.bystander_null" % name, "ok" if r.ok() else r.summary()))
+    except RpcError as e:
+        out.append(("%s.bystander_null" % name, "error %s" % e))
+    try:
+        rep, st = bystander.nfs(NFSPROC3_GETATTR, getattr_args(fh), timeout=args.timeout)
+        out.append(("%s.bystander_getattr" % name, st if rep.ok() else rep.summary()))
+    except RpcError as e:
+        out.append(("%s.bystander_getattr" % name, "error %s" % e))
+
+
+def cmd_badinput(args):
+    names = args.cases or list(BAD_CASES)
+    for n in names:
+        if n not in BAD_CASES:
+            print("unknown case %s; cases: %s" % (n, " ".join(BAD_CASES)), file=sys.stderr)
+            return 2
+    mc = Conn(args.host, args.mount_port, args.timeout, uid=args.uid, gid=args.gid)
+    st, fh = mc.mnt(args.export)
+    mc.close()
+    if st != 0:
+        print("mount_status: %d" % st)
+        return 1
+    print("fh: %s" % fh.hex())
+    bystander = Conn(args.host, args.port, args.timeout, args.fragments, args.uid, args.gid)
+    for n in names:
+        out = []
+        run_bad_case(args, n, bystander, fh, out)
+        for k, v in out:
+            print("%s: %s" % (k, v))
+        sys.stdout.flush()
+    bystander.close()
+    return 0
+
+
+# ---- command line -----------------------------------------------------------
+
+def print_reply(rep, fields, suffix=""):
+    print("xid%s: %#010x" % (suffix, rep.xid))
+    print("reply%s: %s" % (suffix, rep.summary()))
+    print("reply_sha1%s: %s" % (suffix, rep.sha1()))
+    for k, v in fields.items():
+        print("%s%s: %s" % (k, suffix, v))
+
+
+def cmd_call(args):
+    """null/getattr/lookup/create/remove/write, with --xid/--repeat/--save."""
+    fh = bytes.fromhex(args.fh) if getattr(args, "fh", None) else b""
+    if args.cmd == "null":
+        proc, a, dec = NFSPROC3_NULL, b"", lambda b: {}
+    elif args.cmd == "getattr":
+        proc, a, dec = NFSPROC3_GETATTR, getattr_args(fh), decode_getattr
+    elif args.cmd == "lookup":
+        proc, a, dec = NFSPROC3_LOOKUP, lookup_args(fh, args.name), decode_lookup
+    elif args.cmd == "create":
+        proc, a, dec = NFSPROC3_CREATE, create_args(fh, args.name), decode_create
+    elif args.cmd == "remove":
+        proc, a, dec = NFSPROC3_REMOVE, remove_args(fh, args.name), decode_status
+    elif args.cmd == "write":
+        proc = NFSPROC3_WRITE
+        a = write_args(fh, args.offset, args.text.encode())
+        dec = decode_write
+    c = Conn(args.host, args.port, args.timeout, args.fragments, args.uid, args.gid)
+    xid, rec = c.build(NFS_PROGRAM, NFS_V3, proc, a, xid=args.xid)
+    if args.save:
+        with open(args.save, "wb") as f:
+            f.write(rec)
+    return send_and_print(c, rec, xid, args.repeat, dec)
+
+
+def send_and_print(c, rec, xid, repeat, dec):
+    for i in range(1, repeat + 1):
+        suffix = "" if i == 1 else ".%d" % i
+        try:
+            c.send_raw(rec)
+            rep = c.recv_reply(xid)
+        except RpcError as e:
+            print("error%s: %s" % (suffix, e))
+            return 1
+        fields = dec(rep.body) if rep.ok() else {}
+        print_reply(rep, fields, suffix)
+    c.close()
+    return 0
+
+
+def cmd_send(args):
+    with open(args.file, "rb") as f:
+        rec = f.read()
+    payload = rec[4:] if len(rec) >= 8 else b""
+    xid = struct.unpack_from(">I", payload)[0] if payload else None
+    proc = struct.unpack_from(">I", payload, 20)[0] if len(payload) >= 24 else None
+    dec = {NFSPROC3_GETATTR: decode_getattr, NFSPROC3_LOOKUP: decode_lookup,
+           NFSPROC3_CREATE: decode_create, NFSPROC3_WRITE: decode_write,
+           NFSPROC3_REMOVE: decode_status}.get(proc, lambda b: {})
+    c = Conn(args.host, args.port, args.timeout, 1, args.uid, args.gid)
+    return send_and_print(c, rec, xid, args.repeat, dec)
+
+
+def cmd_mnt(args):
+    c = Conn(args.host, args.mount_port, args.timeout, args.fragments, args.uid, args.gid)
+    st, fh = c.mnt(args.export)
+    c.close()
+    print("mount_status: %d" % st)
+    if fh is not None:
+        print("fh: %s" % fh.hex())
+    return 0
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(description="ONC RPC test client (NFSv3/MOUNTv3)")
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--port", type=int, required=True, help="NFS port")
+    ap.add_argument("--mount-port", type=int, help="MOUNT port (default: --port)")
+    ap.add_argument("--export", default="/export")
+    ap.add_argument("--timeout", type=float, default=10.0, help="seconds per wait")
+    ap.add_argument("--silent-wait", type=float, default=1.5,
+                    help="seconds to wait for a reply that need not come")
+    ap.add_argument("--uid", type=int, default=0)
+    ap.add_argument("--gid", type=int, default=0)
+    ap.add_argument("--fragments", type=int, default=1, help="fragments per call record")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+
+    def callcmd(name, *pos):
+        p = sub.add_parser(name)
+        for a in pos:
+            if a == "offset":
+                p.add_argument(a, type=int)
+            else:
+                p.add_argument(a)
+        p.add_argument("--xid", type=lambda s: int(s, 0))
+        p.add_argument("--repeat", type=int, default=1)
+        p.add_argument("--save")
+        p.set_defaults(func=cmd_call)
+
+    callcmd("null")
+    callcmd("getattr", "fh")
+    callcmd("lookup", "fh", "name")
+    callcmd("create", "fh", "name")
+    callcmd("remove", "fh", "name")
+    callcmd("write", "fh", "offset", "text")
+    p = sub.add_parser("mnt")
+    p.set_defaults(func=cmd_mnt)
+    p = sub.add_parser("send")
+    p.add_argument("file")
+    p.add_argument("--repeat", type=int, default=1)
+    p.set_defaults(func=cmd_send)
+    p = sub.add_parser("badinput")
+    p.add_argument("cases", nargs="*")
+    p.set_defaults(func=cmd_badinput)
+    p = sub.add_parser("cases", help="list the badinput cases")
+    p.set_defaults(func=lambda a: print("\n".join("%s: %s" % (k, v[1])
+                                                  for k, v in BAD_CASES.items())) or 0)
+    args = ap.parse_args(argv)
+    if args.mount_port is None:
+        args.mount_port = args.port
+    return args
+
+
+def main(argv):
+    args = parse_args(argv)
+    try:
+        return args.func(args)
+    except RpcError as e:
+        print("error: %s" % e)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
