@@ -48,6 +48,7 @@ struct upstream {
 	enum up_state state;
 	int broken;                    /* tear the context down after nfs_service */
 	int ever_up;
+	int reconnecting;              /* libnfs replaced the socket: no reply on it yet */
 	ev_io io;
 	int io_fd, io_events;
 	ino_t sock_ino;                /* socket behind io_fd: changes on libnfs reconnects */
@@ -155,10 +156,11 @@ static void up_io_update(struct upstream *up)
 		return;
 	if (fd >= 0 && fd == up->io_fd && ino != up->sock_ino && up->sock_ino != 0 &&
 	    up->state == UP_UP) {
-		/* libnfs reconnected by itself, dup2()ing a new socket onto the fd */
-		stats.upstream_errors++;
-		stats.upstream_reconnects++;
-		log_info("upstream: %s: reconnected", up->server);
+		/* libnfs is reconnecting by itself, dup2()ing a new socket onto
+		 * the fd; it counts once a reply arrives on it */
+		if (!up->reconnecting)
+			stats.upstream_errors++;
+		up->reconnecting = 1;
 	}
 	ev_io_stop(up->loop, &up->io);
 	if (fd >= 0 && events) {
@@ -193,6 +195,7 @@ static void up_teardown(struct upstream *up)
 		log_warning("upstream: %s: connection failed: %s", up->server, up->last_error);
 	up->nfs = NULL;
 	up->state = UP_DOWN;
+	up->reconnecting = 0;
 	ev_io_stop(up->loop, &up->io);
 	up->io_fd = -1;
 	up->io_events = 0;
@@ -246,6 +249,11 @@ static void up_rpc_cb(struct rpc_context *rpc, int status, void *data, void *pri
 	(void)rpc;
 	switch (status) {
 	case RPC_STATUS_SUCCESS:
+		if (up->reconnecting && up->nfs == r->sent_on) {
+			up->reconnecting = 0;
+			stats.upstream_reconnects++;
+			log_info("upstream: %s: reconnected", up->server);
+		}
 		req_complete(r, UPSTREAM_OK, data);
 		return;
 	case RPC_STATUS_TIMEOUT:

@@ -36,7 +36,6 @@ Only the Python standard library is used.
 
 import argparse
 import hashlib
-import os
 import random
 import select
 import socket

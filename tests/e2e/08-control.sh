@@ -16,9 +16,9 @@ is "$listen" "127.0.0.1:$PORT" "status: listen address"
     ok $? "the log names the same listening address"; }
 grep -qx 'upstream up' "$T_TMP/status"
 ok $? "status: upstream up"
-for key in version uptime; do
-    grep -q "^$key " "$T_TMP/status"
-    ok $? "status: $key"
+for key in version 'uptime(_s)?'; do
+    grep -qE "^$key [0-9]" "$T_TMP/status"
+    ok $? "status: ${key%%(*}"
 done
 
 echo data > "$EXPORT_DIR/file"

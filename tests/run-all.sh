@@ -1,0 +1,54 @@
+#!/bin/bash
+# run-all.sh: builds nfscached from a clean tree and runs the whole suite the
+# way CI does: autoreconf, configure --enable-werror (ASAN=1 adds
+# --enable-asan), make, then `make check` with NFSCACHED_REQUIRE_E2E=1 so an
+# end-to-end test that cannot run fails instead of skipping. Starts a private
+# rpcbind for ganesha when none answers and stops it (by PID) at the end.
+# Counts the TAP results of every test, prints the logs of the tests that did
+# not pass, and ends with the line "N passed, N failed". Exit 1 if any failed.
+set -u
+cd "$(dirname "$0")/.." || exit 1
+RPCBIND_PID=
+trap '[ -n "$RPCBIND_PID" ] && kill "$RPCBIND_PID" 2>/dev/null' EXIT
+
+step() { echo "=== $*"; "$@"; }
+build() {
+    step autoreconf -fi &&
+    step ./configure --enable-werror $([ "${ASAN:-0}" = 1 ] && echo --enable-asan) &&
+    step make -j2
+}
+if ! build; then
+    echo "build failed"
+    echo "0 passed, 1 failed"
+    exit 1
+fi
+
+if ! rpcinfo -p >/dev/null 2>&1 && command -v rpcbind >/dev/null; then
+    rm -f /run/rpcbind.sock /run/rpcbind.lock
+    setsid unshare -n rpcbind -f </dev/null >/dev/null 2>&1 &
+    RPCBIND_PID=$!
+    for _ in $(seq 1 50); do rpcinfo -p >/dev/null 2>&1 && break; sleep 0.1; done
+fi
+
+export NFSCACHED_REQUIRE_E2E=1
+find . -name '*.trs' -delete
+step make check NFSCACHED_REQUIRE_E2E=1
+check_rc=$?
+
+passed=0 failed=0
+bad_tests=()
+while IFS= read -r trs; do
+    p=$(grep -cE '^:test-result: (PASS|XFAIL)' "$trs")
+    f=$(grep -cE '^:test-result: (FAIL|XPASS|ERROR|SKIP)' "$trs")
+    passed=$((passed + p)) failed=$((failed + f))
+    [ "$f" != 0 ] && bad_tests+=("${trs%.trs}")
+done < <(find . -name '*.trs' | sort)
+
+for t in "${bad_tests[@]}"; do
+    echo "=== $t.log"
+    cat "$t.log"
+done
+# a failure that left no test result (a check program that did not build)
+[ "$check_rc" != 0 ] && [ "$failed" = 0 ] && { echo "make check failed (status $check_rc)"; failed=1; }
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]
