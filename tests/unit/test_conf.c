@@ -1,0 +1,131 @@
+/*
+ * test_conf.c — the configuration table: defaults, sizes, ranges, INI
+ * errors reported as FILE:LINE, overrides, and cross-key checks.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "daemon/conf.c"
+#include "tests/unit/tap.h"
+
+static char tmpl[] = "/tmp/test_conf.XXXXXX";
+
+/* Write `text` to a temporary file and load it over the defaults; returns
+ * load's result and leaves its error output in *err (malloc'd). */
+static int load_text(struct nfsd_config *cfg, const char *text, char **err)
+{
+	char path[64];
+	size_t len;
+	FILE *ef = open_memstream(err, &len);
+
+	snprintf(path, sizeof(path), "%s", tmpl);
+	int fd = mkstemp(path);
+	if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text))
+		abort();
+	close(fd);
+	config_defaults(cfg);
+	int rc = config_load_file(cfg, path, 0, ef);
+	fclose(ef);
+	/* replace the random name by "F" so messages compare exactly */
+	char *p = strstr(*err, path);
+	if (p) {
+		memmove(p + 1, p + strlen(path), strlen(p + strlen(path)) + 1);
+		*p = 'F';
+	}
+	unlink(path);
+	return rc;
+}
+
+static void expect_error(const char *text, const char *want, const char *what)
+{
+	struct nfsd_config cfg;
+	char *err = NULL;
+	int rc = load_text(&cfg, text, &err);
+
+	ok(rc == -1 && strstr(err, want) != NULL, "%s: got \"%s\"", what, err);
+	free(err);
+	config_free(&cfg);
+}
+
+int main(void)
+{
+	struct nfsd_config cfg;
+	uint64_t v = 0;
+	char *err = NULL;
+	size_t errlen;
+	FILE *ef;
+
+	plan(27);
+
+	/* sizes */
+	ok(config_parse_size("1088k", &v) == 0 && v == 1114112, "1088k = 1114112 bytes");
+	ok(config_parse_size("256M", &v) == 0 && v == 256ull << 20, "256M");
+	ok(config_parse_size("2G", &v) == 0 && v == 2ull << 30, "2G");
+	ok(config_parse_size("4096", &v) == 0 && v == 4096, "plain bytes");
+	ok(config_parse_size("12x", &v) != 0, "unknown suffix rejected");
+	ok(config_parse_size("-1", &v) != 0, "negative rejected");
+	ok(config_parse_size("99999999999999999999G", &v) != 0, "overflow rejected");
+
+	/* defaults are the documented ones */
+	config_defaults(&cfg);
+	ok(cfg.server_max_record == 1114112 && cfg.server_secure == 1 &&
+	   cfg.cache_page_size == 4096 && cfg.upstream_timeout_ms == 30000 &&
+	   cfg.cache_brun == 10 && cfg.cache_write_mode == WRITE_MODE_WRITEBACK,
+	   "defaults match nfscached.conf");
+	ef = open_memstream(&err, &errlen);
+	ok(config_finish(&cfg, ef) == -1, "no upstream.url: config_finish fails");
+	fclose(ef);
+	ok(strstr(err, "upstream.url is required") != NULL, "and says why: %s", err);
+	free(err);
+	config_free(&cfg);
+
+	/* a good file */
+	ok(load_text(&cfg, "[server]\nlisten = 127.0.0.1:0\nsecure = no\n\n# comment\n[cache]\n"
+			   "readahead = 2M\nbrun = 20%\n[upstream]\nurl = nfs://h/e?nfsport=1\n",
+		     &err) == 0, "valid file loads");
+	free(err);
+	ef = open_memstream(&err, &errlen);
+	ok(config_finish(&cfg, ef) == 0 && cfg.cache_readahead == 2u << 20 && cfg.cache_brun == 20 &&
+	   cfg.server_secure == 0, "values taken (readahead 2M, brun 20%%, secure no)");
+	fclose(ef);
+	free(err);
+	config_free(&cfg);
+
+	/* errors carry FILE:LINE */
+	expect_error("[server]\nlisten = 1.2.3.4:5\nbogus = 1\n", "F:3: unknown key \"bogus\" in [server]",
+		     "unknown key");
+	expect_error("[nosuch]\na = b\n", "F:2: unknown section [nosuch]", "unknown section");
+	expect_error("[cache]\n\npage_size = 12q\n", "F:3: cache.page_size: expected a size",
+		     "bad size");
+	expect_error("[cache]\npage_size = 64\n", "F:2: cache.page_size: 64 is out of range 512..1048576",
+		     "size out of range");
+	expect_error("[server]\nsecure = maybe\n", "F:2: server.secure: expected yes or no", "bad bool");
+	expect_error("[server]\nsquash = some\n", "F:2: server.squash: expected none | root | all",
+		     "bad enum");
+	expect_error("[cache]\nbrun = 1O%\n", "F:2: cache.brun: expected a percentage", "not a percentage");
+	expect_error("[server]\nallow = 127.0.0.0/8\n  10.0.0.0/8\n", "F:3: server.allow given twice",
+		     "indented continuation line");
+	expect_error("[log]\nlevel = info # chatty\n", "F:2: log.level: comment after a value",
+		     "inline # comment");
+	expect_error("[server\n", "F:1: syntax error", "broken section header");
+
+	/* overrides and cross-key checks */
+	config_defaults(&cfg);
+	ef = open_memstream(&err, &errlen);
+	ok(config_apply_override(&cfg, "cache.max_dirty=1G", ef) == 0 && cfg.cache_max_dirty == 1ull << 30,
+	   "-o cache.max_dirty=1G");
+	ok(config_apply_override(&cfg, "cache.nope=1", ef) == -1, "-o unknown key fails");
+	ok(config_apply_override(&cfg, "noequals", ef) == -1, "-o without = fails");
+	config_apply_override(&cfg, "upstream.url=nfs://h/e", ef);
+	config_apply_override(&cfg, "cache.bcull=12%", ef);
+	ok(config_finish(&cfg, ef) == -1, "bcull above brun fails");
+	fclose(ef);
+	ok(strstr(err, "-o cache.nope=1: unknown key cache.nope") != NULL &&
+	   strstr(err, "cache.bstop < cache.bcull < cache.brun") != NULL,
+	   "messages name the override and the ordering: %s", err);
+	free(err);
+	config_free(&cfg);
+	return done();
+}
