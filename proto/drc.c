@@ -99,20 +99,23 @@ static void entry_unlink(struct drc *drc, struct drc_entry *e)
 	drc->count--;
 }
 
-static void evict_one(struct drc *drc)
+/* Evict completed entries, oldest first, until there is room for one more.
+ * In-progress entries are never evicted: while they alone fill the table it
+ * grows past its bound (the calls in flight bound it), and shrinks back as
+ * they complete. */
+static void evict_for_insert(struct drc *drc)
 {
 	struct list_node *pos, *tmp;
 
 	list_for_each_safe(pos, tmp, &drc->lru) {
+		if (drc->count < drc->max_entries)
+			return;
 		struct drc_entry *e = list_entry(pos, struct drc_entry, lru);
 		if (e->done) {
 			entry_unlink(drc, e);
 			entry_free(e);
-			return;
 		}
 	}
-	/* every entry is in progress: let the table grow past its bound; the
-	 * number of calls in flight bounds it */
 }
 
 enum drc_result drc_lookup(struct drc *drc, const struct drc_key *key,
@@ -130,7 +133,7 @@ enum drc_result drc_lookup(struct drc *drc, const struct drc_key *key,
 		}
 	}
 	if (drc->count >= drc->max_entries)
-		evict_one(drc);
+		evict_for_insert(drc);
 	struct drc_entry *e = xcalloc(1, sizeof(*e));
 	e->key = *key;
 	e->hash_next = drc->buckets[b];

@@ -97,10 +97,10 @@ size_t rpc_encode_accepted(uint8_t *out, uint32_t xid, enum rpc_accept_stat stat
 			   uint32_t low, uint32_t high);
 
 /* Encode MSG_DENIED RPC_MISMATCH (versions low..high supported).  Returns bytes
- * written (20); `out` must hold RPC_REPLY_MAX_HDR_BYTES. */
+ * written (24); `out` must hold RPC_REPLY_MAX_HDR_BYTES. */
 size_t rpc_encode_rpc_mismatch(uint8_t *out, uint32_t xid, uint32_t low, uint32_t high);
 
-/* Encode MSG_DENIED AUTH_ERROR with `stat`.  Returns bytes written (16). */
+/* Encode MSG_DENIED AUTH_ERROR with `stat`.  Returns bytes written (20). */
 size_t rpc_encode_auth_error(uint8_t *out, uint32_t xid, enum rpc_auth_stat stat);
 
 #endif
