@@ -142,7 +142,7 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	char **overrides = calloc((size_t)argc + 1, sizeof(char *));
-	int n_overrides = 0, foreground = 0, check_only = 0, c;
+	int n_overrides = 0, foreground = 0, check_only = 0, c, rc = 0;
 
 	if (!overrides)
 		abort();
@@ -153,23 +153,26 @@ int main(int argc, char **argv)
 		case 'c': config_path = optarg; config_path_given = 1; break;
 		case 'o': overrides[n_overrides++] = optarg; break;
 		case 't': check_only = 1; break;
-		case 'V': printf("nfscached %s\n", PACKAGE_VERSION); return 0;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		case 'V': printf("nfscached %s\n", PACKAGE_VERSION); goto out;
+		case 'h': usage(stdout); goto out;
+		default: usage(stderr); rc = 2; goto out;
 		}
 	}
 	if (optind < argc) {
 		fprintf(stderr, "nfscached: unexpected argument \"%s\"\n", argv[optind]);
 		usage(stderr);
-		return 2;
+		rc = 2;
+		goto out;
 	}
-	if (load_config(&nfsd.cfg, overrides, n_overrides, stderr) != 0)
-		return 2;
+	if (load_config(&nfsd.cfg, overrides, n_overrides, stderr) != 0) {
+		rc = 2;
+		goto out;
+	}
 	saved_overrides = overrides;
 	saved_n_overrides = n_overrides;
 	if (check_only) {
 		config_print(&nfsd.cfg, stdout);
-		return 0;
+		goto out;
 	}
 
 	log_init(foreground || isatty(STDERR_FILENO), nfsd.cfg.log_level);
@@ -188,14 +191,16 @@ int main(int argc, char **argv)
 	nfsd.start_time = ev_now(nfsd.loop);
 	nfsd.drc = drc_new(DRC_ENTRIES);
 	nfsd.upstream = upstream_new(nfsd.loop, &nfsd.cfg, stderr);
-	if (!nfsd.upstream)
-		return 2;
+	if (!nfsd.upstream) {
+		rc = 2;
+		goto stop;
+	}
 	nfsd.listener = listener_new(nfsd.loop, (struct sockaddr *)&nfsd.cfg.listen_addr,
 				     nfsd.cfg.listen_addr_len);
-	if (!nfsd.listener)
-		return 1;
-	if (ctl_init(nfsd.loop, nfsd.cfg.control_socket) != 0)
-		return 1;
+	if (!nfsd.listener || ctl_init(nfsd.loop, nfsd.cfg.control_socket) != 0) {
+		rc = 1;
+		goto stop;
+	}
 	log_info("main: nfscached %s listening on %s (NFS 3 and MOUNT 3), upstream %s, control %s",
 		 PACKAGE_VERSION, listener_address(nfsd.listener), nfsd.cfg.upstream_url,
 		 nfsd.cfg.control_socket);
@@ -210,14 +215,17 @@ int main(int argc, char **argv)
 	notify("READY=1");
 
 	ev_run(nfsd.loop, 0);
+	log_info("main: stopped");
 
+stop:
 	ctl_finalise();
 	conn_close_all();
 	listener_free(nfsd.listener);
 	upstream_free(nfsd.upstream);
 	drc_free(nfsd.drc);
+	ev_loop_destroy(nfsd.loop);
+out:
 	config_free(&nfsd.cfg);
 	free(overrides);
-	log_info("main: stopped");
-	return 0;
+	return rc;
 }

@@ -17,7 +17,8 @@
 #                             test a daemon that is already running (under gdb,
 #                             say): its port, control socket, the upstream's
 #                             export directory (use a scratch one) and ports.
-#                             Tests that restart the upstream skip.
+#                             Tests that restart the upstream skip; each
+#                             test starts with `nfscachectl stats reset`.
 #   NFSCACHED_E2E_DIRECT=1    clients talk to the upstream itself, no daemon:
 #                             checks the rig (assertions on counters skip)
 
@@ -35,6 +36,7 @@ T_N=0              # assertions so far
 T_FAILED=0         # failed assertions
 T_DONE=0           # done_testing reached
 GANESHA_PID= RPCBIND_PID= NFSCACHED_PID= WATCHDOG_PID=
+T_BG_PIDS=()       # clients and capture processes of the test itself
 
 if [ -n "${NFSCACHED_PORT:-}" ]; then
     T_EXTERNAL=1
@@ -133,6 +135,7 @@ t_cleanup() {
     local rc=$?
     trap - EXIT TERM INT HUP
     [ -n "$WATCHDOG_PID" ] && kill "$WATCHDOG_PID" 2>/dev/null
+    for pid in "${T_BG_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null; done
     [ -n "$NFSCACHED_PID" ] && stop_nfscached
     [ -n "$GANESHA_PID" ] && stop_upstream
     [ -n "$RPCBIND_PID" ] && stop_pid "$RPCBIND_PID" 3
@@ -144,7 +147,8 @@ t_cleanup() {
         fi
         if [ -s "$T_TMP/ganesha/ganesha.log" ]; then
             diag "--- ganesha log, last warnings and errors:"
-            grep -E ':(WARN|MAJ|CRIT|FATAL) :' "$T_TMP/ganesha/ganesha.log" | tail -n 10 | sed 's/^/# /'
+            grep -E ':(WARN|MAJ|CRIT|FATAL) :' "$T_TMP/ganesha/ganesha.log" |
+                grep -vE 'DBUS|RADOS|krb5|keytab|realm' | tail -n 10 | sed 's/^/# /'
         fi
     fi
     if [ "${NFSCACHED_KEEP_TMP:-0}" = 1 ]; then
@@ -158,12 +162,17 @@ trap t_cleanup EXIT
 trap 'exit 143' TERM INT HUP
 
 # The whole test is bounded: the watchdog sends SIGTERM to the test shell.
-( trap 'kill $s 2>/dev/null; exit 0' TERM
-  sleep "${TEST_TIMEOUT:-280}" >/dev/null 2>&1 & s=$!
-  wait $s && echo "# $T_NAME: timed out after ${TEST_TIMEOUT:-280} s" >&2 && kill -TERM $$ ) &
+# It waits in `read -t` on a FIFO of its own, so it has no child to leave.
+mkfifo "$T_TMP/watchdog"
+( read -r -t "${TEST_TIMEOUT:-280}" <>"$T_TMP/watchdog"
+  echo "# $T_NAME: timed out after ${TEST_TIMEOUT:-280} s" >&2
+  kill -TERM $$ ) >/dev/null &
 WATCHDOG_PID=$!
 
 # ---- clients -----------------------------------------------------------
+
+# track PID: a background process of the test, stopped at exit if still there.
+track() { T_BG_PIDS+=("$1"); }
 
 nfs_ls()  { timeout -k 5 "$CLIENT_TIMEOUT" nfs-ls "$@"; }
 nfs_cat() { timeout -k 5 "$CLIENT_TIMEOUT" nfs-cat "$@"; }
@@ -252,7 +261,7 @@ EOF
 # start_upstream: starts ganesha (on the ports of the previous start, if
 # any) and waits until an nfs-ls through it succeeds. 0 when serving.
 start_upstream() {
-    local d=$T_TMP/ganesha i
+    local d=$T_TMP/ganesha
     command -v ganesha.nfsd >/dev/null || { echo "ganesha.nfsd not installed" >&2; return 1; }
     ensure_rpcbind || { echo "no rpcbind for ganesha to register with" >&2; return 1; }
     [ -n "$UP_NFS_PORT" ] || pick_ports || return 1
@@ -260,12 +269,13 @@ start_upstream() {
     setsid ganesha.nfsd -F -f "$d/ganesha.conf" -L "$d/ganesha.log" -p "$d/ganesha.pid" \
         -N NIV_EVENT </dev/null >>"$d/ganesha.out" 2>&1 &
     GANESHA_PID=$!
-    for ((i = 0; i < 100; i++)); do
-        kill -0 "$GANESHA_PID" 2>/dev/null || break
-        timeout 5 nfs-ls "$(direct_url)" >/dev/null 2>&1 && return 0
+    disown "$GANESHA_PID"       # no job notice when it is killed on purpose
+    local deadline=$((SECONDS + 15))
+    while [ "$SECONDS" -lt "$deadline" ] && kill -0 "$GANESHA_PID" 2>/dev/null; do
+        timeout 3 nfs-ls "$(direct_url)" >/dev/null 2>&1 && return 0
         sleep 0.1
     done
-    echo "ganesha did not start serving on port $UP_NFS_PORT" >&2
+    echo "ganesha did not start serving on port $UP_NFS_PORT within 15 s" >&2
     return 1
 }
 
@@ -298,7 +308,7 @@ stat_ok() {
 # start_nfscached [-o SECTION.KEY=VALUE]...: starts the daemon in front of
 # the upstream and sets PORT from `nfscachectl status`. 0 when listening.
 start_nfscached() {
-    local i status
+    local deadline
     [ -x "$NFSCACHED" ] && [ -x "$NFSCACHECTL" ] || { echo "nfscached is not built in $top_builddir" >&2; return 1; }
     cat > "$T_TMP/nfscached.conf" <<EOF
 [server]
@@ -317,23 +327,22 @@ EOF
     mkdir -p "$T_TMP/cache"
     "$NFSCACHED" -f -c "$T_TMP/nfscached.conf" "$@" </dev/null >>"$T_TMP/nfscached.log" 2>&1 &
     NFSCACHED_PID=$!
-    for ((i = 0; i < 100; i++)); do
-        kill -0 "$NFSCACHED_PID" 2>/dev/null || break
-        status=$(ctl status 2>/dev/null)
-        PORT=$(awk '$1 == "listen" { sub(/.*:/, "", $2); print $2 }' <<<"$status")
-        if [ -n "$PORT" ] && [ "$PORT" != 0 ]; then
-            for ((i = 0; i < 100; i++)); do
-                ctl status 2>/dev/null | grep -qx 'upstream up' && return 0
-                sleep 0.1
-            done
-            echo "nfscached: upstream not up after 10 s" >&2
-            return 0
+    deadline=$((SECONDS + 10))
+    while [ -z "$PORT" ] || [ "$PORT" = 0 ]; do
+        if [ "$SECONDS" -ge "$deadline" ] || ! kill -0 "$NFSCACHED_PID" 2>/dev/null; then
+            PORT=
+            echo "nfscached did not report a listening port" >&2
+            return 1
         fi
         sleep 0.1
+        PORT=$(ctl status 2>/dev/null | awk '$1 == "listen" { sub(/.*:/, "", $2); print $2 }')
     done
-    PORT=
-    echo "nfscached did not report a listening port" >&2
-    return 1
+    deadline=$((SECONDS + 10))
+    until ctl status 2>/dev/null | grep -qx 'upstream up'; do
+        [ "$SECONDS" -lt "$deadline" ] || { echo "nfscached: upstream not up after 10 s" >&2; break; }
+        sleep 0.1
+    done
+    return 0
 }
 
 stop_nfscached() {
@@ -350,7 +359,10 @@ stop_nfscached() {
 # A missing prerequisite goes to fail_or_skip.
 setup() {
     local err=$T_TMP/setup.err
-    [ "$T_EXTERNAL" = 1 ] && return 0
+    if [ "$T_EXTERNAL" = 1 ]; then
+        ctl stats reset >/dev/null || fail_or_skip "no daemon answers on $CTL"
+        return 0
+    fi
     start_upstream 2>"$err" || fail_or_skip "upstream: $(tr '\n' ' ' <"$err")"
     if [ "${NFSCACHED_E2E_DIRECT:-0}" = 1 ]; then
         PORT=$UP_NFS_PORT PORT_MNT=$UP_MNT_PORT

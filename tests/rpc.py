@@ -3,17 +3,21 @@
 
 Record marking (optionally split into several fragments), call headers with
 AUTH_SYS, AUTH_NONE or any raw flavor, raw byte sending, reply parsing, and
-XDR for the few NFSv3 / MOUNTv3 calls the tests need (RFC 1813): MOUNT MNT,
-NFS NULL, GETATTR, LOOKUP, CREATE (UNCHECKED), REMOVE, WRITE.
+XDR for the few NFSv3 / MOUNTv3 calls the tests need (RFC 1813): MOUNT MNT
+and EXPORT, NFS NULL, GETATTR, LOOKUP, READ, CREATE (UNCHECKED), REMOVE, WRITE.
 
 Used as a library (import rpc) and from the shell tests through its command
 line, which prints `key: value` lines:
 
   rpc.py [--host H] --port P [--mount-port M] [--export PATH] [--timeout S]
-         [--uid N] [--gid N] [--fragments N] COMMAND [ARGS]
+         [--uid N] [--gid N] [--auth sys|none] [--fragments N]
+         [--src-addr A] [--src-port N|reserved] COMMAND [ARGS]
 
   null                         NFS NULL
-  mnt                          MOUNT MNT of --export: fh
+  mnt                          MOUNT MNT of --export: mount_status, fh
+  exports                      MOUNT EXPORT: export_count, export.N lines
+  probe                        connect, call NULL: src_port, and result
+                               `reply <summary>`, `closed` or `silent`
   getattr FH                   nfs_status, type, size, mode
   lookup FH NAME               nfs_status, fh
   create FH NAME               CREATE UNCHECKED mode 0644: nfs_status, fh
@@ -24,6 +28,22 @@ line, which prints `key: value` lines:
   badinput [CASE...]           send malformed input on one connection per
                                case while a second connection, opened first,
                                keeps calling NULL and GETATTR (see BAD_CASES)
+  teardown NAME                open --conns connections, pipeline --calls
+                               GETATTR/READ/LOOKUP calls of file NAME (in the
+                               export root) on each, reset each one (SO_LINGER
+                               0) without reading the replies (--hold S: all
+                               S seconds after sending; --root and --fh skip
+                               the MNT and LOOKUP): counts
+  partial NAME                 connections that stop inside a record and
+                               close: half a record mark, half a GETATTR, and
+                               a 1 MiB WRITE of NAME sent in --piece byte
+                               pieces --pause-ms apart, closed (or reset,
+                               --reset) after --fraction of it, while another
+                               connection keeps calling NULL
+
+  --src-port binds the client socket to that source port (`reserved`: the
+  first free one from 1023 down, which needs root), --src-addr to that
+  source address.  --auth none sends AUTH_NONE credentials.
 
   For null/getattr/lookup/create/remove/write: --xid X fixes the XID,
   --repeat N sends the identical record N times on the same connection
@@ -35,6 +55,7 @@ Only the Python standard library is used.
 """
 
 import argparse
+import errno
 import hashlib
 import random
 import select
@@ -58,9 +79,9 @@ LAST_FRAGMENT = 0x80000000
 
 NFS_PROGRAM, NFS_V3 = 100003, 3
 MOUNT_PROGRAM, MOUNT_V3 = 100005, 3
-NFSPROC3_NULL, NFSPROC3_GETATTR, NFSPROC3_LOOKUP = 0, 1, 3
+NFSPROC3_NULL, NFSPROC3_GETATTR, NFSPROC3_LOOKUP, NFSPROC3_READ = 0, 1, 3, 6
 NFSPROC3_WRITE, NFSPROC3_CREATE, NFSPROC3_REMOVE = 7, 8, 12
-MOUNTPROC3_MNT = 1
+MOUNTPROC3_MNT, MOUNTPROC3_EXPORT = 1, 5
 UNSTABLE, DATA_SYNC, FILE_SYNC = 0, 1, 2
 UNCHECKED, GUARDED, EXCLUSIVE = 0, 1, 2
 
@@ -271,23 +292,57 @@ class Reply:
 
 # ---- the connection ---------------------------------------------------------
 
-class Conn:
-    """One TCP connection.  Every wait is bounded by `timeout` seconds."""
+RESERVED = "reserved"
 
-    def __init__(self, host, port, timeout=10.0, fragments=1, uid=0, gid=0):
+
+def connect(host, port, timeout, src_addr=None, src_port=None):
+    """A connected TCP socket, bound to `src_addr`/`src_port` when given;
+    src_port RESERVED takes the first port from 1023 down that binds."""
+    if src_port == RESERVED:
+        last = None
+        for p in range(1023, 511, -1):
+            try:
+                return connect(host, port, timeout, src_addr, p)
+            except RpcError as e:
+                last = e
+                if not isinstance(e.__cause__, OSError) or \
+                        e.__cause__.errno not in (errno.EADDRINUSE, errno.EADDRNOTAVAIL):
+                    raise
+        raise RpcError("no reserved source port free: %s" % last)
+    src = None
+    if src_addr or src_port:
+        src = (src_addr or "", src_port or 0)
+    try:
+        return socket.create_connection((host, port), timeout=timeout, source_address=src)
+    except OSError as e:
+        raise RpcError("connect to %s:%d from %s: %s" % (host, port, src, e)) from e
+
+
+class Conn:
+    """One TCP connection.  Every wait is bounded by `timeout` seconds.
+    Calls carry AUTH_SYS uid/gid, or AUTH_NONE with flavor=AUTH_NONE."""
+
+    def __init__(self, host, port, timeout=10.0, fragments=1, uid=0, gid=0,
+                 flavor=AUTH_SYS, src_addr=None, src_port=None):
         self.timeout = timeout
         self.fragments = fragments
         self.uid, self.gid = uid, gid
+        self.flavor = flavor
         self.xid = random.randrange(1, 1 << 31)
         self.buf = b""
-        try:
-            self.sock = socket.create_connection((host, port), timeout=timeout)
-        except OSError as e:
-            raise RpcError("connect to %s:%d: %s" % (host, port, e)) from e
+        self.sock = connect(host, port, timeout, src_addr, src_port)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def close(self):
         self.sock.close()
+
+    def reset(self):
+        """Close with SO_LINGER 0: the peer gets an RST, queued data is lost."""
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.sock.close()
+
+    def src_port(self):
+        return self.sock.getsockname()[1]
 
     def next_xid(self):
         self.xid = (self.xid + 1) & 0xffffffff
@@ -346,6 +401,7 @@ class Conn:
             xid = self.next_xid()
         hdr.setdefault("uid", self.uid)
         hdr.setdefault("gid", self.gid)
+        hdr.setdefault("cred_flavor", self.flavor)
         payload = call_header(xid, prog, vers, proc, **hdr) + args
         return xid, record(payload, self.fragments)
 
@@ -365,6 +421,21 @@ class Conn:
         u = Unpacker(rep.body)
         st = u.u32()
         return st, (u.opaque(64) if st == 0 else None)
+
+    def exports(self):
+        """MOUNT EXPORT: the list of (directory, [groups])."""
+        rep = self.call(MOUNT_PROGRAM, MOUNT_V3, MOUNTPROC3_EXPORT)
+        if not rep.ok():
+            raise RpcError("EXPORT: " + rep.summary())
+        u = Unpacker(rep.body)
+        out = []
+        while u.u32():
+            d = u.opaque(1024).decode(errors="replace")
+            groups = []
+            while u.u32():
+                groups.append(u.opaque(255).decode(errors="replace"))
+            out.append((d, groups))
+        return out
 
     def nfs(self, proc, args=b"", **kw):
         """An NFSv3 call; returns (Reply, NFS status name or None)."""
@@ -415,6 +486,10 @@ def create_args(dirfh, name, mode=0o644):
     p.boolean(False)                # size
     p.u32(0).u32(0)                 # atime, mtime: DONT_CHANGE
     return p.bytes()
+
+
+def read_args(fh, offset, count):
+    return Packer().opaque(fh).u64(offset).u32(count).bytes()
 
 
 def write_args(fh, offset, data, stable=FILE_SYNC, count=None, declared=None):
@@ -691,6 +766,169 @@ def cmd_badinput(args):
     return 0
 
 
+# ---- connections that end in the middle of things ---------------------------
+
+def client(args, port, fragments=None):
+    """A Conn to `port` with the credential and source of the command line."""
+    return Conn(args.host, port, args.timeout,
+                args.fragments if fragments is None else fragments,
+                args.uid, args.gid, AUTH_NONE if args.auth == "none" else AUTH_SYS,
+                args.src_addr, args.src_port)
+
+
+def mount_and_lookup(args, name):
+    """(root fh, fh of `name` in the root, its size) through the proxy."""
+    c = client(args, args.mount_port)
+    st, root = c.mnt(args.export)
+    c.close()
+    if st != 0:
+        raise RpcError("MNT %s: status %d" % (args.export, st))
+    c = client(args, args.port)
+    rep, st = c.nfs(NFSPROC3_LOOKUP, lookup_args(root, name))
+    if st != "NFS3_OK":
+        raise RpcError("LOOKUP %s: %s" % (name, st or rep.summary()))
+    fh = bytes.fromhex(decode_lookup(rep.body)["fh"])
+    rep, st = c.nfs(NFSPROC3_GETATTR, getattr_args(fh))
+    c.close()
+    if st != "NFS3_OK":
+        raise RpcError("GETATTR %s: %s" % (name, st or rep.summary()))
+    return root, fh, decode_getattr(rep.body)["size"]
+
+
+def pipelined_calls(c, root, fh, name, size, n):
+    """n call records back to back: GETATTR, READ and LOOKUP in turn; the
+    READs ask for 1 MiB from offset 0 or 64 KiB at a random page."""
+    recs = []
+    for i in range(n):
+        if i % 3 == 0:
+            proc, a = NFSPROC3_GETATTR, getattr_args(fh)
+        elif i % 3 == 1:
+            if i % 2:
+                off, count = 0, 1 << 20
+            else:
+                off, count = random.randrange(max(1, size >> 12)) << 12, 64 << 10
+            proc, a = NFSPROC3_READ, read_args(fh, off, count)
+        else:
+            proc, a = NFSPROC3_LOOKUP, lookup_args(root, name)
+        recs.append(c.build(NFS_PROGRAM, NFS_V3, proc, a)[1])
+    return b"".join(recs)
+
+
+def cmd_teardown(args):
+    """Every connection gets its calls, then an RST before any reply is
+    read: with --hold, all of them that many seconds later; otherwise odd
+    ones at once and even ones once their first reply bytes are there (so
+    that the rest of their calls are still being worked on)."""
+    if args.root and args.fh:
+        root, fh, size = bytes.fromhex(args.root), bytes.fromhex(args.fh), args.size
+    else:
+        root, fh, size = mount_and_lookup(args, args.name)
+    conns = [client(args, args.port) for _ in range(args.conns)]
+    for c in conns:
+        c.send_raw(pipelined_calls(c, root, fh, args.name, size, args.calls))
+    replying = 0
+    if args.hold > 0:
+        time.sleep(args.hold)
+    for i, c in enumerate(conns):
+        if i % 2 == 0 and args.hold <= 0:
+            r, _, _ = select.select([c.sock], [], [], args.timeout)
+            replying += bool(r)
+        c.reset()
+    print("conns: %d" % len(conns))
+    print("calls_sent: %d" % (len(conns) * args.calls))
+    print("reset_while_replying: %d" % replying)
+    return 0
+
+
+def bystander_null(c):
+    try:
+        rep = c.null()
+        return "ok" if rep.ok() else rep.summary()
+    except RpcError as e:
+        return "error %s" % e
+
+
+def end_conn(c, reset):
+    """Whether a reply came before the end (`reply` or `none`), then close."""
+    r, _, _ = select.select([c.sock], [], [], 0.2)
+    if reset:
+        c.reset()
+    else:
+        c.close()
+    return "reply" if r else "none"
+
+
+def cmd_partial(args):
+    _, fh, _ = mount_and_lookup(args, args.name)
+    watch = client(args, args.port)
+    out = []
+
+    c = client(args, args.port)
+    c.send_raw(struct.pack(">I", LAST_FRAGMENT | 200)[:2])
+    out.append(("half_mark.early_reply", end_conn(c, args.reset)))
+    out.append(("half_mark.bystander_null", bystander_null(watch)))
+
+    c = client(args, args.port)
+    rec = c.build(NFS_PROGRAM, NFS_V3, NFSPROC3_GETATTR, getattr_args(fh))[1]
+    c.send_raw(rec[:len(rec) // 2])
+    out.append(("half_record.early_reply", end_conn(c, args.reset)))
+    out.append(("half_record.bystander_null", bystander_null(watch)))
+
+    # a 1 MiB WRITE (UNSTABLE, bytes unlike the file's) that never ends
+    c = client(args, args.port)
+    data = bytes((i * 7 + 1) & 0xff for i in range(256)) * 4096
+    rec = c.build(NFS_PROGRAM, NFS_V3, NFSPROC3_WRITE,
+                  write_args(fh, 0, data, stable=UNSTABLE))[1]
+    stop = int(len(rec) * args.fraction)
+    pos = pieces = nulls_ok = nulls_failed = 0
+    while pos < stop:
+        piece = rec[pos:min(pos + args.piece, stop)]
+        c.send_raw(piece)
+        pos += len(piece)
+        pieces += 1
+        if pieces % 50 == 0:
+            if bystander_null(watch) == "ok":
+                nulls_ok += 1
+            else:
+                nulls_failed += 1
+        time.sleep(args.pause_ms / 1000.0)
+    out.append(("slow_write.record_bytes", len(rec)))
+    out.append(("slow_write.sent_bytes", pos))
+    out.append(("slow_write.pieces", pieces))
+    out.append(("slow_write.bystander_ok", nulls_ok))
+    out.append(("slow_write.bystander_failed", nulls_failed))
+    out.append(("slow_write.early_reply", end_conn(c, args.reset)))
+    out.append(("slow_write.bystander_null", bystander_null(watch)))
+    watch.close()
+    for k, v in out:
+        print("%s: %s" % (k, v))
+    return 0
+
+
+def cmd_probe(args):
+    c = client(args, args.port)
+    print("src_port: %d" % c.src_port())
+    try:
+        result = "reply " + c.null().summary()
+    except Closed:
+        result = "closed"
+    except Timeout:
+        result = "silent"
+    c.close()
+    print("result: %s" % result)
+    return 0
+
+
+def cmd_exports(args):
+    c = client(args, args.mount_port)
+    ex = c.exports()
+    c.close()
+    print("export_count: %d" % len(ex))
+    for i, (d, groups) in enumerate(ex, 1):
+        print("export.%d: %s%s" % (i, d, " " + ",".join(groups) if groups else ""))
+    return 0
+
+
 # ---- command line -----------------------------------------------------------
 
 def print_reply(rep, fields, suffix=""):
@@ -718,7 +956,7 @@ def cmd_call(args):
         proc = NFSPROC3_WRITE
         a = write_args(fh, args.offset, args.text.encode())
         dec = decode_write
-    c = Conn(args.host, args.port, args.timeout, args.fragments, args.uid, args.gid)
+    c = client(args, args.port)
     xid, rec = c.build(NFS_PROGRAM, NFS_V3, proc, a, xid=args.xid)
     if args.save:
         with open(args.save, "wb") as f:
@@ -750,12 +988,12 @@ def cmd_send(args):
     dec = {NFSPROC3_GETATTR: decode_getattr, NFSPROC3_LOOKUP: decode_lookup,
            NFSPROC3_CREATE: decode_create, NFSPROC3_WRITE: decode_write,
            NFSPROC3_REMOVE: decode_status}.get(proc, lambda b: {})
-    c = Conn(args.host, args.port, args.timeout, 1, args.uid, args.gid)
+    c = client(args, args.port, fragments=1)
     return send_and_print(c, rec, xid, args.repeat, dec)
 
 
 def cmd_mnt(args):
-    c = Conn(args.host, args.mount_port, args.timeout, args.fragments, args.uid, args.gid)
+    c = client(args, args.mount_port)
     st, fh = c.mnt(args.export)
     c.close()
     print("mount_status: %d" % st)
@@ -775,7 +1013,12 @@ def parse_args(argv):
                     help="seconds to wait for a reply that need not come")
     ap.add_argument("--uid", type=int, default=0)
     ap.add_argument("--gid", type=int, default=0)
+    ap.add_argument("--auth", choices=("sys", "none"), default="sys",
+                    help="credential flavor: AUTH_SYS (--uid/--gid) or AUTH_NONE")
     ap.add_argument("--fragments", type=int, default=1, help="fragments per call record")
+    ap.add_argument("--src-addr", help="source address to bind")
+    ap.add_argument("--src-port", type=lambda v: v if v == RESERVED else int(v),
+                    help="source port to bind, or `reserved`")
     sub = ap.add_subparsers(dest="cmd", required=True)
 
     def callcmd(name, *pos):
@@ -798,6 +1041,27 @@ def parse_args(argv):
     callcmd("write", "fh", "offset", "text")
     p = sub.add_parser("mnt")
     p.set_defaults(func=cmd_mnt)
+    p = sub.add_parser("exports")
+    p.set_defaults(func=cmd_exports)
+    p = sub.add_parser("probe")
+    p.set_defaults(func=cmd_probe)
+    p = sub.add_parser("teardown")
+    p.add_argument("name")
+    p.add_argument("--conns", type=int, default=20)
+    p.add_argument("--calls", type=int, default=50, help="calls per connection")
+    p.add_argument("--hold", type=float, default=0,
+                   help="reset every connection this many seconds after sending")
+    p.add_argument("--root", help="root fh (hex): no MNT and LOOKUP, with --fh")
+    p.add_argument("--fh", help="fh of NAME (hex), with --root")
+    p.add_argument("--size", type=int, default=1 << 20, help="size of NAME, with --fh")
+    p.set_defaults(func=cmd_teardown)
+    p = sub.add_parser("partial")
+    p.add_argument("name")
+    p.add_argument("--piece", type=int, default=997, help="bytes per send of the WRITE")
+    p.add_argument("--pause-ms", type=float, default=2.0, help="pause between pieces")
+    p.add_argument("--fraction", type=float, default=0.5, help="part of the WRITE sent")
+    p.add_argument("--reset", action="store_true", help="end with an RST, not a FIN")
+    p.set_defaults(func=cmd_partial)
     p = sub.add_parser("send")
     p.add_argument("file")
     p.add_argument("--repeat", type=int, default=1)

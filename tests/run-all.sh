@@ -1,9 +1,10 @@
 #!/bin/bash
 # run-all.sh: builds nfscached from a clean tree and runs the whole suite the
-# way CI does: autoreconf, configure --enable-werror (ASAN=1 adds
-# --enable-asan), make, then `make check` with NFSCACHED_REQUIRE_E2E=1 so an
-# end-to-end test that cannot run fails instead of skipping. Starts a private
-# rpcbind for ganesha when none answers and stops it (by PID) at the end.
+# way CI does: autoreconf, configure --enable-werror --enable-asan (ASan and
+# UBSan; ASAN=0 leaves them out), make, then `make check` with
+# NFSCACHED_REQUIRE_E2E=1 so an end-to-end test that cannot run fails instead
+# of skipping. Starts a private rpcbind for ganesha when none answers and
+# stops it (by PID) at the end.
 # Counts the TAP results of every test, prints the logs of the tests that did
 # not pass, and ends with the line "N passed, N failed". Exit 1 if any failed.
 set -u
@@ -14,7 +15,8 @@ trap '[ -n "$RPCBIND_PID" ] && kill "$RPCBIND_PID" 2>/dev/null' EXIT
 step() { echo "=== $*"; "$@"; }
 build() {
     step autoreconf -fi &&
-    step ./configure --enable-werror $([ "${ASAN:-0}" = 1 ] && echo --enable-asan) &&
+    step ./configure --enable-werror $([ "${ASAN:-1}" = 1 ] && echo --enable-asan) &&
+    step make clean >/dev/null &&     # objects of an earlier build may have other flags
     step make -j2
 }
 if ! build; then

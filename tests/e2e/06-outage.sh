@@ -21,8 +21,9 @@ outage() {
         cp "$T_TMP/big" "$EXPORT_DIR/down-big"
         src=$(proxy_url down-big) dst=$T_TMP/down-big watch=$T_TMP/down-big
     fi
-    nfs_cp "$src" "$dst" > "$T_TMP/cp.out" 2>&1 &
+    timeout -k 5 "$CLIENT_TIMEOUT" nfs-cp "$src" "$dst" > "$T_TMP/cp.out" 2>&1 &
     cp_pid=$!
+    track "$cp_pid"
     for ((i = 0; i < 3000; i++)); do
         [ "$(stat -c %s "$watch" 2>/dev/null || echo 0)" -ge $((32 << 20)) ] && break
         kill -0 "$cp_pid" 2>/dev/null || break

@@ -3,6 +3,8 @@
 # download, refused calls, calls that fail) captured on the proxy's port and
 # decoded by tshark: NFS and MOUNT are decoded, every call gets its reply,
 # and no packet is malformed or carries an error-level expert note.
+# (libnfs-utils has no mkdir or rm: 09-kclient captures the kernel client's
+# MKDIR, RMDIR, REMOVE, RENAME, LINK, SYMLINK, SETATTR and COMMIT the same way.)
 . "$(dirname "$0")/../lib.sh"
 command -v tshark >/dev/null || fail_or_skip "tshark is not installed"
 setup
@@ -18,6 +20,7 @@ CAP=$T_TMP/session.pcapng
 
 tshark -q -i lo -B 64 -f "$FILTER" -w "$CAP" </dev/null >/dev/null 2>"$T_TMP/tshark.err" &
 TSHARK_PID=$!
+track "$TSHARK_PID"
 for ((i = 0; i < 100; i++)); do
     grep -q 'Capturing on' "$T_TMP/tshark.err" && break
     sleep 0.1

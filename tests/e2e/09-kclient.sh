@@ -3,8 +3,9 @@
 # the export through nfscached and, in one boot, writes 20 MiB with fsync,
 # reads it back after dropping caches, renames, links, symlinks, makes and
 # removes directories, truncates, chmods and removes. The host then finds the
-# same final state in the upstream's export directory, and tshark finds no
-# malformed packet in the session.
+# same final state in the upstream's export directory, and tshark decodes the
+# session (every procedure used, every call answered) without a malformed
+# packet.
 TEST_TIMEOUT=${TEST_TIMEOUT:-480}
 . "$(dirname "$0")/../lib.sh"
 KC=$top_srcdir/tests/kclient
@@ -16,6 +17,7 @@ setup
 if command -v tshark >/dev/null; then
     tshark -q -i lo -B 64 -f "tcp port $PORT" -w "$T_TMP/vm.pcapng" </dev/null >/dev/null 2>"$T_TMP/tshark.err" &
     TSHARK_PID=$!
+    track "$TSHARK_PID"
     for ((i = 0; i < 100; i++)); do grep -q 'Capturing on' "$T_TMP/tshark.err" && break; sleep 0.1; done
 fi
 
@@ -52,6 +54,11 @@ if [ -n "${TSHARK_PID:-}" ]; then
     { wait "$TSHARK_PID"; } 2>/dev/null
     rd() { tshark -r "$T_TMP/vm.pcapng" -d "tcp.port==$PORT,rpc" -Y "$1" 2>/dev/null | wc -l; }
     num_ok "$(rd nfs)" -ge 100 "tshark decodes the kernel client's NFS traffic"
+    for proc in 2:SETATTR 7:WRITE 8:CREATE 9:MKDIR 10:SYMLINK 12:REMOVE 13:RMDIR 14:RENAME 15:LINK 21:COMMIT; do
+        num_ok "$(rd "nfs.procedure_v3 == ${proc%%:*}")" -ge 2 "tshark: ${proc#*:} calls and replies in the VM session"
+    done
+    types=$(tshark -r "$T_TMP/vm.pcapng" -d "tcp.port==$PORT,rpc" -Y rpc -T fields -e rpc.msgtyp 2>/dev/null | tr ',' '\n')
+    is "$(grep -cx 1 <<<"$types")" "$(grep -cx 0 <<<"$types")" "tshark: every call of the VM session has a reply"
     is "$(rd '_ws.malformed || _ws.expert.severity >= "error"')" 0 "no malformed packet in the VM session"
 fi
 done_testing
