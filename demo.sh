@@ -7,16 +7,8 @@
 set -u
 cd "$(dirname "$0")" || exit 1
 
-PKGS="autoconf automake libtool pkg-config make gcc libnfs-dev libnfs-utils libev-dev
-libsqlite3-dev libtirpc-dev libinih-dev libsystemd-dev nfs-ganesha nfs-ganesha-vfs rpcbind
-iproute2"
-missing=$(for p in $PKGS; do dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null |
-          grep -q 'install ok installed' || echo "$p"; done)
-if [ -n "$missing" ]; then
-    echo "== installing:" $missing
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -q && apt-get install -y -q $missing || exit 1
-fi
+. tests/deps.sh
+install_missing $DEMO_PKGS || exit 1
 if [ ! -x ./nfscached ] || [ ! -x ./nfscachectl ]; then
     echo "== building"
     { [ -f Makefile ] || { autoreconf -fi && ./configure; }; } >/dev/null && make -j2 >/dev/null || exit 1

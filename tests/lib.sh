@@ -327,6 +327,7 @@ EOF
     mkdir -p "$T_TMP/cache"
     "$NFSCACHED" -f -c "$T_TMP/nfscached.conf" "$@" </dev/null >>"$T_TMP/nfscached.log" 2>&1 &
     NFSCACHED_PID=$!
+    PORT=
     deadline=$((SECONDS + 10))
     while [ -z "$PORT" ] || [ "$PORT" = 0 ]; do
         if [ "$SECONDS" -ge "$deadline" ] || ! kill -0 "$NFSCACHED_PID" 2>/dev/null; then

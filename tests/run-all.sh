@@ -12,6 +12,9 @@ cd "$(dirname "$0")/.." || exit 1
 RPCBIND_PID=
 trap '[ -n "$RPCBIND_PID" ] && kill "$RPCBIND_PID" 2>/dev/null' EXIT
 
+. tests/deps.sh
+install_missing $TEST_PKGS || { echo "cannot install the test dependencies"; echo "0 passed, 1 failed"; exit 1; }
+
 step() { echo "=== $*"; "$@"; }
 build() {
     step autoreconf -fi &&

@@ -39,7 +39,6 @@ restart() {
     ok $? "nfscached ($OPTS) exits cleanly"
     for o in "$@"; do args+=(-o "$o"); done
     OPTS="$*"
-    PORT=      # start_nfscached sets it from the new daemon's status
     if ! start_nfscached "${args[@]}" 2>"$T_TMP/start.err"; then
         ok 1 "nfscached starts with $OPTS"
         diag "$(cat "$T_TMP/start.err")"
