@@ -20,11 +20,12 @@ mkdir -p "$W"
 for tool in busybox cpio dpkg-deb gzip; do
     command -v "$tool" >/dev/null || { echo "setup.sh: $tool is not installed" >&2; exit 1; }
 done
-busybox --list | grep -qx nc || { echo "setup.sh: busybox has no nc applet (busybox-static)" >&2; exit 1; }
+# (grep without -q: an early exit would SIGPIPE busybox under pipefail)
+busybox --list | grep -x nc >/dev/null || { echo "setup.sh: busybox has no nc applet (busybox-static)" >&2; exit 1; }
 
 kernel_pkg() {
     apt-cache depends "linux-image-$FLAVOR" 2>/dev/null |
-        awk '/Depends: linux-image-[0-9]/ { print $2; exit }'
+        awk '/Depends: linux-image-[0-9]/ && !found { print $2; found = 1 }'
 }
 
 if [ ! -f "$W/kernel/vmlinuz" ]; then
