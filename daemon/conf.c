@@ -208,6 +208,7 @@ struct load_ctx {
 	struct nfsd_config *cfg;
 	char msg[320];          /* first error */
 	int failed;
+	int duplicate;          /* the first error is a key seen again */
 	unsigned char seen[N_KEYS];
 };
 
@@ -228,11 +229,11 @@ static int ini_handler_cb(void *user, const char *section, const char *name, con
 	}
 	size_t idx = (size_t)(k - conf_keys);
 	if (ctx->seen[idx]) {
-		/* libinih reports an indented continuation line as the same key again */
-		snprintf(ctx->msg, sizeof(ctx->msg),
-			 "%s.%s given twice (indented lines continue the previous value: "
-			 "write one key per line, unindented)", section, name);
+		/* libinih also reports an indented continuation line as the same
+		 * key again; config_load_file() tells the two apart */
+		snprintf(ctx->msg, sizeof(ctx->msg), "%s.%s given twice", section, name);
 		ctx->failed = 1;
+		ctx->duplicate = 1;
 		return 0;
 	}
 	ctx->seen[idx] = 1;
@@ -249,6 +250,21 @@ static int ini_handler_cb(void *user, const char *section, const char *name, con
 	return 1;
 }
 
+/* Does line `n` (1-based) of `f` start with white space? */
+static int line_is_indented(FILE *f, int n)
+{
+	char buf[512];
+	int line = 0, at_start = 1;
+
+	rewind(f);
+	while (fgets(buf, sizeof(buf), f)) {
+		if (at_start && ++line == n)
+			return buf[0] == ' ' || buf[0] == '\t';
+		at_start = strchr(buf, '\n') != NULL;
+	}
+	return 0;
+}
+
 int config_load_file(struct nfsd_config *cfg, const char *path, int missing_ok, FILE *err)
 {
 	struct load_ctx ctx = { .cfg = cfg };
@@ -261,6 +277,9 @@ int config_load_file(struct nfsd_config *cfg, const char *path, int missing_ok, 
 		return -1;
 	}
 	int line = ini_parse_file(f, ini_handler_cb, &ctx);
+	if (line > 0 && ctx.duplicate && line_is_indented(f, line))
+		strncat(ctx.msg, " (an indented line continues the previous value: "
+			"write one key per line, unindented)", sizeof(ctx.msg) - strlen(ctx.msg) - 1);
 	fclose(f);
 	if (line < 0) {
 		fprintf(err, "%s: cannot read\n", path);

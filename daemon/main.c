@@ -113,8 +113,19 @@ static void sig_hup_cb(struct ev_loop *loop, ev_signal *w, int revents)
 	(void)loop;
 	(void)w;
 	(void)revents;
+	char *errors = NULL;
+	size_t errors_len = 0;
+	FILE *err = open_memstream(&errors, &errors_len);
+
+	if (!err)
+		abort();
 	notify("RELOADING=1");
-	if (load_config(&fresh, saved_overrides, saved_n_overrides, stderr) != 0) {
+	int rc = load_config(&fresh, saved_overrides, saved_n_overrides, err);
+	fclose(err);
+	if (rc != 0) {
+		char *save = NULL;
+		for (char *l = strtok_r(errors, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+			log_error("main: reload: %s", l);
 		log_error("main: reload of %s failed: keeping the running configuration", config_path);
 	} else {
 		log_set_level(fresh.log_level);
@@ -128,6 +139,7 @@ static void sig_hup_cb(struct ev_loop *loop, ev_signal *w, int revents)
 			 log_level_name(fresh.log_level));
 	}
 	config_free(&fresh);
+	free(errors);
 	notify("READY=1");
 }
 
@@ -175,7 +187,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 
-	log_init(foreground || isatty(STDERR_FILENO), nfsd.cfg.log_level);
+	log_init(foreground, nfsd.cfg.log_level);
 	signal(SIGPIPE, SIG_IGN);
 	/* A local kernel client's writeback may depend on us: do not let the
 	 * page cache throttle us against it (as knfsd for loopback mounts). */
@@ -200,6 +212,15 @@ int main(int argc, char **argv)
 	if (!nfsd.listener || ctl_init(nfsd.loop, nfsd.cfg.control_socket) != 0) {
 		rc = 1;
 		goto stop;
+	}
+	if (!foreground) {
+		/* detach only now, so that start-up errors reach the caller */
+		if (daemon(0, 0) != 0) {
+			log_error("main: cannot detach: %s", strerror(errno));
+			rc = 1;
+			goto stop;
+		}
+		ev_loop_fork(nfsd.loop);
 	}
 	log_info("main: nfscached %s listening on %s (NFS 3 and MOUNT 3), upstream %s, control %s",
 		 PACKAGE_VERSION, listener_address(nfsd.listener), nfsd.cfg.upstream_url,

@@ -57,7 +57,7 @@ int main(void)
 	size_t errlen;
 	FILE *ef;
 
-	plan(27);
+	plan(28);
 
 	/* sizes */
 	ok(config_parse_size("1088k", &v) == 0 && v == 1114112, "1088k = 1114112 bytes");
@@ -105,8 +105,11 @@ int main(void)
 	expect_error("[server]\nsquash = some\n", "F:2: server.squash: expected none | root | all",
 		     "bad enum");
 	expect_error("[cache]\nbrun = 1O%\n", "F:2: cache.brun: expected a percentage", "not a percentage");
-	expect_error("[server]\nallow = 127.0.0.0/8\n  10.0.0.0/8\n", "F:3: server.allow given twice",
+	expect_error("[server]\nallow = 127.0.0.0/8\n  10.0.0.0/8\n",
+		     "F:3: server.allow given twice (an indented line continues",
 		     "indented continuation line");
+	expect_error("[log]\nlevel = info\n[log]\nlevel = debug\n", "F:4: log.level given twice\n",
+		     "a key given twice");
 	expect_error("[log]\nlevel = info # chatty\n", "F:2: log.level: comment after a value",
 		     "inline # comment");
 	expect_error("[server\n", "F:1: syntax error", "broken section header");
