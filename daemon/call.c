@@ -26,7 +26,7 @@ static void call_free(struct nfsd_call *call)
 		abort();
 	if (call->conn) {
 		list_del(&call->conn_link);
-		conn_call_done(call->conn);
+		conn_call_done(call->conn, call->record_len);
 	}
 	if (call->args_zdr_live)
 		zdr_destroy(&call->args_zdr);

@@ -39,16 +39,29 @@ static ev_tstamp last_refusal_log;
 
 static void conn_free(struct nfsd_conn *conn);
 
+static int conn_may_read(const struct nfsd_conn *conn)
+{
+	return !conn->dead && conn->out_bytes < CONN_MAX_OUT_BYTES &&
+	       conn->ncalls < CONN_MAX_CALLS && conn->call_bytes < CONN_MAX_CALL_BYTES;
+}
+
+/* Backpressure: read (and feed stashed bytes) only while the connection's
+ * output and calls in flight are below their bounds.  Stashed bytes are fed
+ * from an idle watcher, never from inside the call completion that made
+ * room. */
 static void conn_update_read(struct nfsd_conn *conn)
 {
-	int want = !conn->dead && conn->out_bytes < CONN_MAX_OUT_BYTES &&
-		   conn->ncalls < CONN_MAX_CALLS;
+	int want = conn_may_read(conn);
 
 	if (want && conn->read_paused) {
-		ev_io_start(nfsd.loop, &conn->rd);
+		if (conn->stash)
+			ev_idle_start(nfsd.loop, &conn->resume);
+		else
+			ev_io_start(nfsd.loop, &conn->rd);
 		conn->read_paused = 0;
 	} else if (!want && !conn->read_paused) {
 		ev_io_stop(nfsd.loop, &conn->rd);
+		ev_idle_stop(nfsd.loop, &conn->resume);
 		conn->read_paused = 1;
 	}
 }
@@ -131,9 +144,10 @@ void conn_send(struct nfsd_conn *conn, struct conn_out *out)
 	conn_after_write(conn);
 }
 
-void conn_call_done(struct nfsd_conn *conn)
+void conn_call_done(struct nfsd_conn *conn, size_t record_bytes)
 {
 	conn->ncalls--;
+	conn->call_bytes -= record_bytes;
 	conn_update_read(conn);
 }
 
@@ -171,10 +185,40 @@ static int conn_consume(struct nfsd_conn *conn, const uint8_t *data, size_t len)
 			size_t rlen;
 			uint8_t *rec = rpc_record_take(&conn->rec, &rlen);
 			conn->ncalls++;
+			conn->call_bytes += rlen;
 			call_dispatch(conn, rec, rlen);
+			if (len > 0 && !conn->dead && !conn_may_read(conn)) {
+				/* keep the rest until the calls in flight drain */
+				conn->stash = malloc(len);
+				if (!conn->stash)
+					abort();
+				memcpy(conn->stash, data, len);
+				conn->stash_len = len;
+				conn_update_read(conn);
+				return 0;
+			}
 		}
 	}
 	return 0;
+}
+
+static void conn_resume_cb(struct ev_loop *loop, ev_idle *w, int revents)
+{
+	struct nfsd_conn *conn = w->data;
+	uint8_t *stash = conn->stash;
+	size_t len = conn->stash_len;
+
+	(void)revents;
+	ev_idle_stop(loop, w);
+	conn->stash = NULL;
+	conn->in_callback++;
+	if (conn_consume(conn, stash, len) < 0)
+		conn_close(conn, "oversized record");
+	free(stash);
+	if (!conn->dead && !conn->stash && !conn->read_paused)
+		ev_io_start(loop, &conn->rd);
+	if (--conn->in_callback == 0 && conn->dead)
+		conn_free(conn);
 }
 
 static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
@@ -184,7 +228,7 @@ static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 	(void)loop;
 	(void)revents;
 	conn->in_callback++;
-	for (int i = 0; i < READS_PER_EVENT && !conn->dead && !conn->read_paused; i++) {
+	for (int i = 0; i < READS_PER_EVENT && !conn->dead && !conn->read_paused && !conn->stash; i++) {
 		ssize_t n = read(conn->fd, read_buf, READ_CHUNK);
 		if (n == 0) {
 			conn_close(conn, "closed by client");
@@ -201,6 +245,8 @@ static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 			conn_close(conn, "oversized record");
 			break;
 		}
+		if (!conn->dead)
+			conn_update_read(conn);   /* too many calls in flight now? */
 		if (n < READ_CHUNK)
 			break;
 	}
@@ -214,6 +260,7 @@ static void conn_free(struct nfsd_conn *conn)
 		abort();
 	conn->magic = 0;
 	rpc_record_free(&conn->rec);
+	free(conn->stash);
 	free(conn);
 }
 
@@ -227,6 +274,7 @@ void conn_close(struct nfsd_conn *conn, const char *why)
 	conn->dead = 1;
 	ev_io_stop(nfsd.loop, &conn->rd);
 	ev_io_stop(nfsd.loop, &conn->wr);
+	ev_idle_stop(nfsd.loop, &conn->resume);
 	close(conn->fd);
 	conn->fd = -1;
 	list_for_each_safe(pos, tmp, &conn->out) {
@@ -237,6 +285,7 @@ void conn_close(struct nfsd_conn *conn, const char *why)
 	list_for_each_safe(pos, tmp, &conn->calls)
 		call_detach_conn(list_entry(pos, struct nfsd_call, conn_link));
 	conn->ncalls = 0;
+	conn->call_bytes = 0;
 	list_del(&conn->link);
 	n_conns--;
 	stats.conn_open = n_conns;
@@ -314,7 +363,8 @@ static void listener_cb(struct ev_loop *loop, ev_io *w, int revents)
 		list_init(&conn->calls);
 		ev_io_init(&conn->rd, conn_read_cb, fd, EV_READ);
 		ev_io_init(&conn->wr, conn_write_cb, fd, EV_WRITE);
-		conn->rd.data = conn->wr.data = conn;
+		ev_idle_init(&conn->resume, conn_resume_cb);
+		conn->rd.data = conn->wr.data = conn->resume.data = conn;
 		ev_io_start(loop, &conn->rd);
 		list_add_tail(&all_conns, &conn->link);
 		n_conns++;

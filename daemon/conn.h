@@ -22,6 +22,7 @@
 #define CONN_MAGIC 0x6e636f6eu        /* "ncon" */
 #define CONN_MAX_OUT_BYTES (8u << 20)  /* stop reading above this much queued output */
 #define CONN_MAX_CALLS 256             /* stop reading with this many calls in flight */
+#define CONN_MAX_CALL_BYTES (32u << 20) /* ... or with this many bytes of their records */
 
 struct conn_out {
 	struct list_node link;
@@ -42,9 +43,13 @@ struct nfsd_conn {
 	size_t out_bytes;             /* queued, not yet written */
 	struct list_node calls;       /* struct nfsd_call in flight */
 	unsigned ncalls;
+	size_t call_bytes;            /* record bytes of the calls in flight */
 	int dead;                     /* closed; free when in_callback drops to 0 */
 	int in_callback;              /* nesting depth of our own watcher callbacks */
 	int read_paused;
+	uint8_t *stash;               /* bytes read but not yet fed: reading paused mid-buffer */
+	size_t stash_len;
+	ev_idle resume;               /* feeds the stash once reading may go on */
 	struct list_node link;        /* in the list of open connections */
 };
 
@@ -68,8 +73,9 @@ struct conn_out *conn_out_new(size_t len);
  * connection. */
 void conn_send(struct nfsd_conn *conn, struct conn_out *out);
 
-/* A call of this connection finished: may resume reading. */
-void conn_call_done(struct nfsd_conn *conn);
+/* A call of this connection with a record of `record_bytes` finished: may
+ * resume reading. */
+void conn_call_done(struct nfsd_conn *conn, size_t record_bytes);
 
 /* Close: stop watchers, close the socket, detach calls.  Freed now or when
  * the running callback returns. */
