@@ -374,6 +374,16 @@ setup() {
     return 0
 }
 
+# needs_daemon WHAT: for tests of the daemon itself, which mean nothing
+# against the upstream alone (NFSCACHED_E2E_DIRECT).
+needs_daemon() {
+    if [ "${NFSCACHED_E2E_DIRECT:-0}" = 1 ]; then
+        echo "1..0 # SKIP $1 (NFSCACHED_E2E_DIRECT)"
+        T_DONE=1
+        exit 0
+    fi
+}
+
 # needs_own_upstream: for tests that stop and restart the upstream.
 needs_own_upstream() {
     if [ "$T_EXTERNAL" = 1 ]; then

@@ -14,11 +14,7 @@
 TEST_TIMEOUT=${TEST_TIMEOUT:-60}
 . "$(dirname "$0")/../lib.sh"
 needs_own_upstream
-if [ "${NFSCACHED_E2E_DIRECT:-0}" = 1 ]; then
-    echo "1..0 # SKIP server options of nfscached (NFSCACHED_E2E_DIRECT)"
-    T_DONE=1
-    exit 0
-fi
+needs_daemon "server options of nfscached"
 setup -o server.secure=yes
 OPTS="server.secure=yes"
 NOBODY=65534

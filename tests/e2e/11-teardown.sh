@@ -10,11 +10,7 @@
 # The exit and sanitizer checks of done_testing cover the freed state.
 TEST_TIMEOUT=${TEST_TIMEOUT:-60}
 . "$(dirname "$0")/../lib.sh"
-if [ "${NFSCACHED_E2E_DIRECT:-0}" = 1 ]; then
-    echo "1..0 # SKIP the daemon's connection teardown (NFSCACHED_E2E_DIRECT)"
-    T_DONE=1
-    exit 0
-fi
+needs_daemon "the daemon's connection teardown"
 setup
 
 NAME=teardown-big

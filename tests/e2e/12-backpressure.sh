@@ -6,11 +6,7 @@
 # call once the client reads.
 TEST_TIMEOUT=${TEST_TIMEOUT:-120}
 . "$(dirname "$0")/../lib.sh"
-if [ "${NFSCACHED_E2E_DIRECT:-0}" = 1 ]; then
-    echo "1..0 # SKIP the daemon's backpressure (NFSCACHED_E2E_DIRECT)"
-    T_DONE=1
-    exit 0
-fi
+needs_daemon "the daemon's backpressure"
 setup
 
 head -c 1M /dev/urandom > "$EXPORT_DIR/bp.bin"

@@ -6,11 +6,7 @@
 # back.  A NULL, which has no NFS status to carry JUKEBOX, gets SYSTEM_ERR.
 TEST_TIMEOUT=${TEST_TIMEOUT:-90}
 . "$(dirname "$0")/../lib.sh"
-if [ "${NFSCACHED_E2E_DIRECT:-0}" = 1 ]; then
-    echo "1..0 # SKIP the daemon's upstream deadline (NFSCACHED_E2E_DIRECT)"
-    T_DONE=1
-    exit 0
-fi
+needs_daemon "the daemon's upstream deadline"
 needs_own_upstream
 setup -o upstream.timeout_ms=2000
 
