@@ -3,8 +3,9 @@
 
 Record marking (optionally split into several fragments), call headers with
 AUTH_SYS, AUTH_NONE or any raw flavor, raw byte sending, reply parsing, and
-XDR for the few NFSv3 / MOUNTv3 calls the tests need (RFC 1813): MOUNT MNT
-and EXPORT, NFS NULL, GETATTR, LOOKUP, READ, CREATE (UNCHECKED), REMOVE, WRITE.
+XDR for the arguments and results of every NFSv3 and MOUNTv3 procedure
+(RFC 1813), with helpers for MOUNT MNT and EXPORT, NFS NULL, GETATTR, LOOKUP,
+READ, CREATE (UNCHECKED), REMOVE and WRITE.
 
 Used as a library (import rpc) and from the shell tests through its command
 line, which prints `key: value` lines:
@@ -23,6 +24,23 @@ line, which prints `key: value` lines:
   create FH NAME               CREATE UNCHECKED mode 0644: nfs_status, fh
   remove FH NAME               nfs_status
   write FH OFFSET TEXT         FILE_SYNC write: nfs_status, count
+  proc NAME [ARG...]           any NFSv3 or MOUNTv3 procedure by name, with
+                               the arguments `procs` lists (FH hex, MODE
+                               octal, MASK a number, STABLE unstable,
+                               data_sync or file_sync, TYPE reg, dir, blk,
+                               chr, lnk, sock or fifo; MOUNT procedures go to
+                               --mount-port, MOUNT NULL is MOUNT_NULL): every
+                               result field (nfs_status or mount_status,
+                               attributes as obj./dir. keys, READDIR entries
+                               as entry.N. keys and `names`; names, paths
+                               and READ data with bytes other than printable
+                               ASCII as \\xNN), then `body`, the
+                               result in hex, and `body_masked`, the same with
+                               the atime and ctime of every fattr3 and the
+                               FSINFO rtmax, rtpref, wtmax, wtpref and dtpref
+                               zeroed: what two correct replies to one call,
+                               one of them through a proxy, have in common
+  procs                        list the procedures of `proc`
   send FILE                    send the record saved in FILE (record mark
                                included) and print its reply
   badinput [CASE...]           send malformed input on one connection per
@@ -45,7 +63,7 @@ line, which prints `key: value` lines:
   first free one from 1023 down, which needs root), --src-addr to that
   source address.  --auth none sends AUTH_NONE credentials.
 
-  For null/getattr/lookup/create/remove/write: --xid X fixes the XID,
+  For null/getattr/lookup/create/remove/write/proc: --xid X fixes the XID,
   --repeat N sends the identical record N times on the same connection
   (keys of the Nth reply get a ".N" suffix from the second on), --save FILE
   writes the record as sent.  FH is hex.  Exit status 0 when every reply
@@ -82,8 +100,23 @@ MOUNT_PROGRAM, MOUNT_V3 = 100005, 3
 NFSPROC3_NULL, NFSPROC3_GETATTR, NFSPROC3_LOOKUP, NFSPROC3_READ = 0, 1, 3, 6
 NFSPROC3_WRITE, NFSPROC3_CREATE, NFSPROC3_REMOVE = 7, 8, 12
 MOUNTPROC3_MNT, MOUNTPROC3_EXPORT = 1, 5
+NFSPROC3_SETATTR, NFSPROC3_ACCESS, NFSPROC3_READLINK = 2, 4, 5
+NFSPROC3_MKDIR, NFSPROC3_SYMLINK, NFSPROC3_MKNOD = 9, 10, 11
+NFSPROC3_RMDIR, NFSPROC3_RENAME, NFSPROC3_LINK = 13, 14, 15
+NFSPROC3_READDIR, NFSPROC3_READDIRPLUS = 16, 17
+NFSPROC3_FSSTAT, NFSPROC3_FSINFO, NFSPROC3_PATHCONF, NFSPROC3_COMMIT = 18, 19, 20, 21
+MOUNTPROC3_NULL, MOUNTPROC3_DUMP, MOUNTPROC3_UMNT, MOUNTPROC3_UMNTALL = 0, 2, 3, 4
 UNSTABLE, DATA_SYNC, FILE_SYNC = 0, 1, 2
 UNCHECKED, GUARDED, EXCLUSIVE = 0, 1, 2
+NF3REG, NF3DIR, NF3BLK, NF3CHR, NF3LNK, NF3SOCK, NF3FIFO = 1, 2, 3, 4, 5, 6, 7
+FTYPE3 = {NF3REG: "NF3REG", NF3DIR: "NF3DIR", NF3BLK: "NF3BLK", NF3CHR: "NF3CHR",
+          NF3LNK: "NF3LNK", NF3SOCK: "NF3SOCK", NF3FIFO: "NF3FIFO"}
+STABLE_HOW = {UNSTABLE: "UNSTABLE", DATA_SYNC: "DATA_SYNC", FILE_SYNC: "FILE_SYNC"}
+MOUNT3_STATUS = {
+    0: "MNT3_OK", 1: "MNT3ERR_PERM", 2: "MNT3ERR_NOENT", 5: "MNT3ERR_IO",
+    13: "MNT3ERR_ACCES", 20: "MNT3ERR_NOTDIR", 22: "MNT3ERR_INVAL",
+    63: "MNT3ERR_NAMETOOLONG", 10004: "MNT3ERR_NOTSUPP", 10006: "MNT3ERR_SERVERFAULT",
+}
 
 NFS3_STATUS = {
     0: "NFS3_OK", 1: "NFS3ERR_PERM", 2: "NFS3ERR_NOENT", 5: "NFS3ERR_IO",
@@ -554,6 +587,449 @@ def decode_status(body):
     return {"nfs_status": nfs_status(body)}
 
 
+# ---- every NFSv3 and MOUNTv3 procedure (RFC 1813) ---------------------------
+
+# argument encoders
+
+def sattr3(mode=None, uid=None, gid=None, size=None):
+    """sattr3 setting the fields given; atime and mtime DONT_CHANGE."""
+    p = Packer()
+    for v in (mode, uid, gid):
+        p.boolean(v is not None)
+        if v is not None:
+            p.u32(v)
+    p.boolean(size is not None)
+    if size is not None:
+        p.u64(size)
+    p.u32(0).u32(0)
+    return p.bytes()
+
+
+def setattr_args(fh, mode=None, uid=None, gid=None, size=None):
+    """SETATTR3args without a ctime guard."""
+    return Packer().opaque(fh).raw(sattr3(mode, uid, gid, size)).boolean(False).bytes()
+
+
+def access_args(fh, mask):
+    return Packer().opaque(fh).u32(mask).bytes()
+
+
+def readlink_args(fh):
+    return fh3(fh)
+
+
+def mkdir_args(dirfh, name, mode=0o755):
+    return diropargs3(dirfh, name) + sattr3(mode)
+
+
+def symlink_args(dirfh, name, target, mode=None):
+    t = target.encode() if isinstance(target, str) else target
+    return diropargs3(dirfh, name) + sattr3(mode) + Packer().opaque(t).bytes()
+
+
+def mknod_args(dirfh, name, ftype, mode=0o644, spec=(0, 0)):
+    """MKNOD3args: a device (NF3CHR, NF3BLK) gets sattr3 and spec (major,
+    minor), a NF3SOCK or NF3FIFO sattr3 only, any other type nothing."""
+    p = Packer().raw(diropargs3(dirfh, name)).u32(ftype)
+    if ftype in (NF3CHR, NF3BLK):
+        p.raw(sattr3(mode)).u32(spec[0]).u32(spec[1])
+    elif ftype in (NF3SOCK, NF3FIFO):
+        p.raw(sattr3(mode))
+    return p.bytes()
+
+
+def rmdir_args(dirfh, name):
+    return diropargs3(dirfh, name)
+
+
+def rename_args(fromdir, fromname, todir, toname):
+    return diropargs3(fromdir, fromname) + diropargs3(todir, toname)
+
+
+def link_args(fh, dirfh, name):
+    return fh3(fh) + diropargs3(dirfh, name)
+
+
+def readdir_args(fh, cookie=0, verf=b"\0" * 8, count=4096):
+    return Packer().opaque(fh).u64(cookie).fixed(verf).u32(count).bytes()
+
+
+def readdirplus_args(fh, cookie=0, verf=b"\0" * 8, dircount=4096, maxcount=16384):
+    return Packer().opaque(fh).u64(cookie).fixed(verf).u32(dircount).u32(maxcount).bytes()
+
+
+def commit_args(fh, offset=0, count=0):
+    return Packer().opaque(fh).u64(offset).u32(count).bytes()
+
+
+def dirpath_args(path):
+    return Packer().opaque(path.encode()).bytes()
+
+
+# result decoders: every field, by name
+
+FATTR3_ATIME, FATTR3_CTIME = 60, 76     # offsets of nfstime3 fields in fattr3
+
+
+def printable(data):
+    """Bytes as one line of text: printable ASCII as is, others as \\xNN."""
+    return "".join(chr(b) if 32 <= b < 127 and b != 0x5c else "\\x%02x" % b for b in data)
+
+
+class ResultDecoder:
+    """Decodes one result body into `out` (key -> printable value, in reply
+    order) and notes in `masked` the (offset, length) spans that two correct
+    replies to the same call may differ in: the atime and ctime of every
+    fattr3, and what a caller adds with mask()."""
+
+    def __init__(self, body):
+        self.u = Unpacker(body)
+        self.body = body
+        self.out = {}
+        self.masked = []
+
+    def put(self, key, value):
+        self.out[key] = value
+
+    def mask(self, offset, length):
+        self.masked.append((offset, length))
+
+    def status(self, key="nfs_status", names=NFS3_STATUS):
+        v = self.u.u32()
+        self.put(key, names.get(v, str(v)))
+        return v == 0
+
+    def u32(self, key, fmt="%d"):
+        v = self.u.u32()
+        self.put(key, fmt % v)
+        return v
+
+    def u64(self, key):
+        v = self.u.u64()
+        self.put(key, v)
+        return v
+
+    def boolean(self, key):
+        v = self.u.u32()
+        self.put(key, "true" if v else "false")
+        return v
+
+    def nfstime3(self, key):
+        self.put(key, "%d.%09d" % (self.u.u32(), self.u.u32()))
+
+    def verf(self, key):
+        self.put(key, self.u.fixed(8).hex())
+
+    def string(self, key, maxlen=None):
+        v = printable(self.u.opaque(maxlen))
+        self.put(key, v)
+        return v
+
+    def fh(self, key):
+        self.put(key, self.u.opaque(64).hex())
+
+    def fattr3(self, prefix=""):
+        start = self.u.pos
+        t = self.u.u32()
+        self.put(prefix + "type", FTYPE3.get(t, str(t)))
+        self.u32(prefix + "mode", "%o")
+        for k in ("nlink", "uid", "gid"):
+            self.u32(prefix + k)
+        self.u64(prefix + "size")
+        self.u64(prefix + "used")
+        self.put(prefix + "rdev", "%d,%d" % (self.u.u32(), self.u.u32()))
+        self.u64(prefix + "fsid")
+        self.u64(prefix + "fileid")
+        for k in ("atime", "mtime", "ctime"):
+            self.nfstime3(prefix + k)
+        self.mask(start + FATTR3_ATIME, 8)
+        self.mask(start + FATTR3_CTIME, 8)
+
+    def post_op_attr(self, prefix):
+        if self.boolean(prefix + "attributes"):
+            self.fattr3(prefix)
+
+    def post_op_fh3(self, key):
+        if self.u.u32():
+            self.fh(key)
+
+    def wcc_data(self, prefix):
+        if self.boolean(prefix + "before"):
+            self.u64(prefix + "before.size")
+            self.nfstime3(prefix + "before.mtime")
+            self.nfstime3(prefix + "before.ctime")
+        self.post_op_attr(prefix)
+
+    def dirlist(self, plus):
+        names = []
+        n = 0
+        while self.u.u32():
+            n += 1
+            k = "entry.%d." % n
+            self.u64(k + "fileid")
+            names.append(self.string(k + "name", 255))
+            self.u64(k + "cookie")
+            if plus:
+                self.post_op_attr(k)
+                self.post_op_fh3(k + "fh")
+        self.put("entries", n)
+        self.put("names", " ".join(names))
+        self.boolean("eof")
+
+    def result(self):
+        """The fields, with `body` (hex) and `body_masked` (hex, the masked
+        spans zeroed) at the end."""
+        if self.u.remaining():
+            raise RpcError("%d bytes after the result" % self.u.remaining())
+        masked = bytearray(self.body)
+        for off, n in self.masked:
+            masked[off:off + n] = b"\0" * n
+        self.put("body", self.body.hex())
+        self.put("body_masked", bytes(masked).hex())
+        return self.out
+
+
+def _res_void(d):
+    pass
+
+
+def _res_getattr(d):
+    if d.status():
+        d.fattr3()
+
+
+def _res_wcc(d):
+    """SETATTR, REMOVE, RMDIR: status and the wcc_data of the object."""
+    d.status()
+    d.wcc_data("obj.")
+
+
+def _res_lookup(d):
+    if d.status():
+        d.fh("fh")
+        d.post_op_attr("obj.")
+    d.post_op_attr("dir.")
+
+
+def _res_access(d):
+    ok = d.status()
+    d.post_op_attr("obj.")
+    if ok:
+        d.u32("access", "%#x")
+
+
+def _res_readlink(d):
+    ok = d.status()
+    d.post_op_attr("obj.")
+    if ok:
+        d.string("target")
+
+
+def _res_read(d):
+    ok = d.status()
+    d.post_op_attr("obj.")
+    if ok:
+        d.u32("count")
+        d.boolean("eof")
+        data = d.u.opaque()
+        d.put("data", printable(data))
+        d.put("data_hex", data.hex())
+
+
+def _res_write(d):
+    ok = d.status()
+    d.wcc_data("obj.")
+    if ok:
+        d.u32("count")
+        v = d.u.u32()
+        d.put("committed", STABLE_HOW.get(v, str(v)))
+        d.verf("verf")
+
+
+def _res_create(d):
+    """CREATE, MKDIR, SYMLINK, MKNOD."""
+    if d.status():
+        d.post_op_fh3("fh")
+        d.post_op_attr("obj.")
+    d.wcc_data("dir.")
+
+
+def _res_rename(d):
+    d.status()
+    d.wcc_data("fromdir.")
+    d.wcc_data("todir.")
+
+
+def _res_link(d):
+    d.status()
+    d.post_op_attr("obj.")
+    d.wcc_data("dir.")
+
+
+def _res_readdir(d, plus=False):
+    ok = d.status()
+    d.post_op_attr("dir.")
+    if ok:
+        d.verf("cookieverf")
+        d.dirlist(plus)
+
+
+def _res_fsstat(d):
+    ok = d.status()
+    d.post_op_attr("obj.")
+    if ok:
+        for k in ("tbytes", "fbytes", "abytes", "tfiles", "ffiles", "afiles"):
+            d.u64(k)
+        d.u32("invarsec")
+
+
+# the FSINFO fields a proxy may lower to its own transfer limit
+FSINFO_CLAMPED = ("rtmax", "rtpref", "wtmax", "wtpref", "dtpref")
+
+
+def _res_fsinfo(d):
+    ok = d.status()
+    d.post_op_attr("obj.")
+    if ok:
+        for k in ("rtmax", "rtpref", "rtmult", "wtmax", "wtpref", "wtmult", "dtpref"):
+            if k in FSINFO_CLAMPED:
+                d.mask(d.u.pos, 4)
+            d.u32(k)
+        d.u64("maxfilesize")
+        d.nfstime3("time_delta")
+        d.u32("properties", "%#x")
+
+
+def _res_pathconf(d):
+    ok = d.status()
+    d.post_op_attr("obj.")
+    if ok:
+        d.u32("linkmax")
+        d.u32("name_max")
+        for k in ("no_trunc", "chown_restricted", "case_insensitive", "case_preserving"):
+            d.boolean(k)
+
+
+def _res_commit(d):
+    ok = d.status()
+    d.wcc_data("obj.")
+    if ok:
+        d.verf("verf")
+
+
+def _res_mnt(d):
+    if d.status("mount_status", MOUNT3_STATUS):
+        d.fh("fh")
+        n = d.u.u32()
+        d.put("auth_flavors", " ".join(str(d.u.u32()) for _ in range(n)))
+
+
+def _res_dump(d):
+    n = 0
+    while d.u.u32():
+        n += 1
+        d.string("mount.%d.hostname" % n, 255)
+        d.string("mount.%d.directory" % n, 1024)
+    d.put("mounts", n)
+
+
+def _res_export(d):
+    n = 0
+    while d.u.u32():
+        n += 1
+        d.string("export.%d.dir" % n, 1024)
+        groups = []
+        while d.u.u32():
+            groups.append(printable(d.u.opaque(255)))
+        d.put("export.%d.groups" % n, " ".join(groups))
+    d.put("exports", n)
+
+
+def decode_result(decoder, body):
+    """Run one of the _res_* decoders over `body`: the fields, body and
+    body_masked (see ResultDecoder)."""
+    d = ResultDecoder(body)
+    decoder(d)
+    return d.result()
+
+
+def _hexfh(s):
+    return bytes.fromhex(s)
+
+
+def _stable(s):
+    return {v.lower(): k for k, v in STABLE_HOW.items()}[s.lower()]
+
+
+def _ftype(s):
+    return {v[3:].lower(): k for k, v in FTYPE3.items()}[s.lower()]
+
+
+def _octal(s):
+    return int(s, 8)
+
+
+def _number(s):
+    return int(s, 0)
+
+
+# name -> (program, procedure, [(argument, parser)], encoder, result
+# decoder).  The encoder takes the parsed arguments in order.  The names of
+# the MOUNT procedures are those of the upstream.calls.* counters.
+PROCS = {
+    "NULL": (NFS_PROGRAM, NFSPROC3_NULL, [], lambda: b"", _res_void),
+    "GETATTR": (NFS_PROGRAM, NFSPROC3_GETATTR, [("FH", _hexfh)], getattr_args, _res_getattr),
+    "SETATTR": (NFS_PROGRAM, NFSPROC3_SETATTR, [("FH", _hexfh), ("MODE", _octal)],
+                lambda fh, mode: setattr_args(fh, mode=mode), _res_wcc),
+    "LOOKUP": (NFS_PROGRAM, NFSPROC3_LOOKUP, [("DIRFH", _hexfh), ("NAME", str)],
+               lookup_args, _res_lookup),
+    "ACCESS": (NFS_PROGRAM, NFSPROC3_ACCESS, [("FH", _hexfh), ("MASK", _number)],
+               access_args, _res_access),
+    "READLINK": (NFS_PROGRAM, NFSPROC3_READLINK, [("FH", _hexfh)], readlink_args,
+                 _res_readlink),
+    "READ": (NFS_PROGRAM, NFSPROC3_READ, [("FH", _hexfh), ("OFFSET", int), ("COUNT", int)],
+             read_args, _res_read),
+    "WRITE": (NFS_PROGRAM, NFSPROC3_WRITE,
+              [("FH", _hexfh), ("OFFSET", int), ("TEXT", str.encode), ("STABLE", _stable)],
+              lambda fh, off, data, how: write_args(fh, off, data, stable=how), _res_write),
+    "CREATE": (NFS_PROGRAM, NFSPROC3_CREATE,
+               [("DIRFH", _hexfh), ("NAME", str), ("MODE", _octal)], create_args, _res_create),
+    "MKDIR": (NFS_PROGRAM, NFSPROC3_MKDIR, [("DIRFH", _hexfh), ("NAME", str), ("MODE", _octal)],
+              mkdir_args, _res_create),
+    "SYMLINK": (NFS_PROGRAM, NFSPROC3_SYMLINK,
+                [("DIRFH", _hexfh), ("NAME", str), ("TARGET", str)], symlink_args, _res_create),
+    "MKNOD": (NFS_PROGRAM, NFSPROC3_MKNOD,
+              [("DIRFH", _hexfh), ("NAME", str), ("TYPE", _ftype), ("MODE", _octal)],
+              mknod_args, _res_create),
+    "REMOVE": (NFS_PROGRAM, NFSPROC3_REMOVE, [("DIRFH", _hexfh), ("NAME", str)],
+               remove_args, _res_wcc),
+    "RMDIR": (NFS_PROGRAM, NFSPROC3_RMDIR, [("DIRFH", _hexfh), ("NAME", str)],
+              rmdir_args, _res_wcc),
+    "RENAME": (NFS_PROGRAM, NFSPROC3_RENAME,
+               [("FROMDIRFH", _hexfh), ("FROMNAME", str), ("TODIRFH", _hexfh), ("TONAME", str)],
+               rename_args, _res_rename),
+    "LINK": (NFS_PROGRAM, NFSPROC3_LINK, [("FH", _hexfh), ("DIRFH", _hexfh), ("NAME", str)],
+             link_args, _res_link),
+    "READDIR": (NFS_PROGRAM, NFSPROC3_READDIR, [("FH", _hexfh), ("COUNT", int)],
+                lambda fh, count: readdir_args(fh, count=count), _res_readdir),
+    "READDIRPLUS": (NFS_PROGRAM, NFSPROC3_READDIRPLUS,
+                    [("FH", _hexfh), ("DIRCOUNT", int), ("MAXCOUNT", int)],
+                    lambda fh, dc, mc: readdirplus_args(fh, dircount=dc, maxcount=mc),
+                    lambda d: _res_readdir(d, plus=True)),
+    "FSSTAT": (NFS_PROGRAM, NFSPROC3_FSSTAT, [("FH", _hexfh)], fh3, _res_fsstat),
+    "FSINFO": (NFS_PROGRAM, NFSPROC3_FSINFO, [("FH", _hexfh)], fh3, _res_fsinfo),
+    "PATHCONF": (NFS_PROGRAM, NFSPROC3_PATHCONF, [("FH", _hexfh)], fh3, _res_pathconf),
+    "COMMIT": (NFS_PROGRAM, NFSPROC3_COMMIT, [("FH", _hexfh), ("OFFSET", int), ("COUNT", int)],
+               commit_args, _res_commit),
+    "MOUNT_NULL": (MOUNT_PROGRAM, MOUNTPROC3_NULL, [], lambda: b"", _res_void),
+    "MNT": (MOUNT_PROGRAM, MOUNTPROC3_MNT, [("PATH", str)], dirpath_args, _res_mnt),
+    "DUMP": (MOUNT_PROGRAM, MOUNTPROC3_DUMP, [], lambda: b"", _res_dump),
+    "UMNT": (MOUNT_PROGRAM, MOUNTPROC3_UMNT, [("PATH", str)], dirpath_args, _res_void),
+    "UMNTALL": (MOUNT_PROGRAM, MOUNTPROC3_UMNTALL, [], lambda: b"", _res_void),
+    "EXPORT": (MOUNT_PROGRAM, MOUNTPROC3_EXPORT, [], lambda: b"", _res_export),
+}
+
+
 # ---- malformed input --------------------------------------------------------
 
 def _hdr(xid, prog=NFS_PROGRAM, vers=NFS_V3, proc=NFSPROC3_NULL, **kw):
@@ -992,6 +1468,35 @@ def cmd_send(args):
     return send_and_print(c, rec, xid, args.repeat, dec)
 
 
+def cmd_proc(args):
+    """proc NAME ARGS: one call of any procedure in PROCS, every result field
+    printed, with --xid/--repeat/--save."""
+    name = args.name.upper()
+    if name not in PROCS:
+        print("unknown procedure %s; procedures: %s" % (args.name, " ".join(PROCS)),
+              file=sys.stderr)
+        return 2
+    prog, proc, spec, enc, dec = PROCS[name]
+    usage = "usage: proc %s %s" % (name, " ".join(a for a, _ in spec))
+    if len(args.args) != len(spec):
+        print(usage, file=sys.stderr)
+        return 2
+    try:
+        vals = [parse(v) for (_, parse), v in zip(spec, args.args)]
+    except (ValueError, KeyError) as e:
+        print("%s (%s)" % (usage, e), file=sys.stderr)
+        return 2
+    if prog == NFS_PROGRAM:
+        c, vers = client(args, args.port), NFS_V3
+    else:
+        c, vers = client(args, args.mount_port), MOUNT_V3
+    xid, rec = c.build(prog, vers, proc, enc(*vals), xid=args.xid)
+    if args.save:
+        with open(args.save, "wb") as f:
+            f.write(rec)
+    return send_and_print(c, rec, xid, args.repeat, lambda body: decode_result(dec, body))
+
+
 def cmd_mnt(args):
     c = client(args, args.mount_port)
     st, fh = c.mnt(args.export)
@@ -1069,6 +1574,16 @@ def parse_args(argv):
     p = sub.add_parser("badinput")
     p.add_argument("cases", nargs="*")
     p.set_defaults(func=cmd_badinput)
+    p = sub.add_parser("proc", help="any NFSv3 or MOUNTv3 procedure (see `procs`)")
+    p.add_argument("name")
+    p.add_argument("args", nargs="*")
+    p.add_argument("--xid", type=lambda s: int(s, 0))
+    p.add_argument("--repeat", type=int, default=1)
+    p.add_argument("--save")
+    p.set_defaults(func=cmd_proc)
+    p = sub.add_parser("procs", help="list the procedures of `proc`")
+    p.set_defaults(func=lambda a: print("\n".join(" ".join([k] + [n for n, _ in v[2]])
+                                                  for k, v in PROCS.items())) or 0)
     p = sub.add_parser("cases", help="list the badinput cases")
     p.set_defaults(func=lambda a: print("\n".join("%s: %s" % (k, v[1])
                                                   for k, v in BAD_CASES.items())) or 0)
