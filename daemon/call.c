@@ -26,7 +26,7 @@ static void call_free(struct nfsd_call *call)
 		abort();
 	if (call->conn) {
 		list_del(&call->conn_link);
-		conn_call_done(call->conn, call->record_len);
+		conn_call_done(call->conn, call->charge);
 	}
 	if (call->args_zdr_live)
 		zdr_destroy(&call->args_zdr);
@@ -79,6 +79,18 @@ void call_reply_rpc_error(struct nfsd_call *call, enum rpc_accept_stat stat)
 		call->drc = NULL;
 	}
 	call_send_header_only(call, hdr, rpc_encode_accepted(hdr, call->hdr.xid, stat, 0, 0));
+}
+
+void call_reply_auth_error(struct nfsd_call *call, enum rpc_auth_stat stat)
+{
+	uint8_t hdr[RPC_REPLY_MAX_HDR_BYTES];
+
+	stats.rpc_rejected++;
+	if (call->drc) {
+		drc_abandon(nfsd.drc, call->drc);
+		call->drc = NULL;
+	}
+	call_send_header_only(call, hdr, rpc_encode_auth_error(hdr, call->hdr.xid, stat));
 }
 
 void call_drop(struct nfsd_call *call)
@@ -265,6 +277,7 @@ void call_dispatch(struct nfsd_conn *conn, uint8_t *record, size_t len)
 	list_add_tail(&conn->calls, &call->conn_link);
 	call->record = record;
 	call->record_len = len;
+	call->charge = len;   /* conn_consume() charged the record */
 	call->start = ev_now(nfsd.loop);
 	stats.calls_in_flight++;
 
@@ -309,6 +322,12 @@ void call_dispatch(struct nfsd_conn *conn, uint8_t *record, size_t len)
 			call_reply_rpc_error(call, RPC_GARBAGE_ARGS);
 			return;
 		}
+	}
+	/* a big reply is charged to the connection while the call runs */
+	size_t reply_bytes = reply_size_hint(call);
+	if (reply_bytes > 8192) {
+		conn_charge(conn, reply_bytes);
+		call->charge += reply_bytes;
 	}
 	call->cred = call->hdr.cred;
 	squash(&call->cred);

@@ -30,6 +30,7 @@ struct nfsd_call {
 	struct list_node conn_link;   /* in conn->calls */
 	uint8_t *record;              /* the whole call record (malloc'd) */
 	size_t record_len;            /* bytes */
+	size_t charge;                /* bytes charged to the connection (record, expected reply) */
 	struct rpc_call_hdr hdr;
 	const struct proc_desc *desc;
 	ZDR args_zdr;                 /* decode stream, live while args is */
@@ -60,6 +61,10 @@ void call_reply_jukebox(struct nfsd_call *call);
 
 /* Answer with an RPC-level error (GARBAGE_ARGS, SYSTEM_ERR, ...). */
 void call_reply_rpc_error(struct nfsd_call *call, enum rpc_accept_stat stat);
+
+/* Answer MSG_DENIED AUTH_ERROR with `stat` (the upstream refused the
+ * credential). */
+void call_reply_auth_error(struct nfsd_call *call, enum rpc_auth_stat stat);
 
 /* Drop the call without a reply (the client will retransmit). */
 void call_drop(struct nfsd_call *call);

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 
 #include "daemon/conf.h"
 #include "daemon/log.h"
@@ -25,6 +27,7 @@ struct conf_key {
 	uint64_t min, max;        /* numeric types */
 	const char *def;          /* default, in file syntax */
 	const char *const *names; /* T_ENUM: names, index = value; NULL-terminated */
+	int restart;              /* a change takes effect only after a restart */
 };
 
 static const char *const squash_names[] = { "none", "root", "all", NULL };
@@ -35,35 +38,36 @@ static const char *const log_names[] = { "error", "warning", "info", "debug", NU
 #define GiB (1024ull * 1024 * 1024)
 
 static const struct conf_key conf_keys[] = {
-	{ "server", "listen", T_STRING, OFF(server_listen), 0, 0, "127.0.0.1:2049", NULL },
-	{ "server", "allow", T_STRING, OFF(server_allow), 0, 0, "127.0.0.0/8 ::1", NULL },
-	{ "server", "secure", T_BOOL, OFF(server_secure), 0, 1, "yes", NULL },
-	{ "server", "squash", T_ENUM, OFF(server_squash), 0, 0, "none", squash_names },
-	{ "server", "rpcbind", T_BOOL, OFF(server_rpcbind), 0, 1, "no", NULL },
-	{ "server", "max_record", T_SIZE, OFF(server_max_record), 64 * 1024, 64 * 1024 * 1024, "1088k", NULL },
-	{ "upstream", "url", T_STRING, OFF(upstream_url), 0, 0, "", NULL },
-	{ "upstream", "exports", T_STRING, OFF(upstream_exports), 0, 0, "", NULL },
-	{ "upstream", "timeout_ms", T_MS, OFF(upstream_timeout_ms), 100, 24ull * 3600 * 1000, "30000", NULL },
-	{ "cache", "dir", T_STRING, OFF(cache_dir), 0, 0, LOCALSTATEDIR "/cache/nfscached", NULL },
-	{ "cache", "page_size", T_SIZE, OFF(cache_page_size), 512, 1024 * 1024, "4096", NULL },
-	{ "cache", "partial_pages", T_BOOL, OFF(cache_partial_pages), 0, 1, "yes", NULL },
-	{ "cache", "write_mode", T_ENUM, OFF(cache_write_mode), 0, 0, "writeback", write_mode_names },
-	{ "cache", "dirty_expire_ms", T_MS, OFF(cache_dirty_expire_ms), 0, 24ull * 3600 * 1000, "5000", NULL },
-	{ "cache", "max_dirty", T_SIZE, OFF(cache_max_dirty), 0, 1024 * GiB, "256M", NULL },
-	{ "cache", "readahead", T_SIZE, OFF(cache_readahead), 0, 1 * GiB, "1M", NULL },
-	{ "cache", "acregmin", T_UINT, OFF(cache_acregmin), 0, 3600, "3", NULL },
-	{ "cache", "acregmax", T_UINT, OFF(cache_acregmax), 0, 3600, "60", NULL },
-	{ "cache", "max_size", T_SIZE, OFF(cache_max_size), 0, UINT64_MAX, "0", NULL },
-	{ "cache", "brun", T_PERCENT, OFF(cache_brun), 0, 99, "10%", NULL },
-	{ "cache", "bcull", T_PERCENT, OFF(cache_bcull), 0, 99, "7%", NULL },
-	{ "cache", "bstop", T_PERCENT, OFF(cache_bstop), 0, 99, "3%", NULL },
-	{ "cache", "frun", T_PERCENT, OFF(cache_frun), 0, 99, "10%", NULL },
-	{ "cache", "fcull", T_PERCENT, OFF(cache_fcull), 0, 99, "7%", NULL },
-	{ "cache", "fstop", T_PERCENT, OFF(cache_fstop), 0, 99, "3%", NULL },
-	{ "control", "socket", T_STRING, OFF(control_socket), 0, 0, "/run/nfscached/ctl.sock", NULL },
-	{ "log", "level", T_ENUM, OFF(log_level), 0, 0, "info", log_names },
+	{ "server", "listen", T_STRING, OFF(server_listen), 0, 0, "127.0.0.1:2049", NULL, 1 },
+	{ "server", "allow", T_STRING, OFF(server_allow), 0, 0, "127.0.0.0/8 ::1", NULL, 0 },
+	{ "server", "secure", T_BOOL, OFF(server_secure), 0, 1, "yes", NULL, 0 },
+	{ "server", "squash", T_ENUM, OFF(server_squash), 0, 0, "none", squash_names, 0 },
+	{ "server", "rpcbind", T_BOOL, OFF(server_rpcbind), 0, 1, "no", NULL, 1 },
+	{ "server", "max_record", T_SIZE, OFF(server_max_record), 64 * 1024, 64 * 1024 * 1024, "1088k", NULL, 1 },
+	{ "upstream", "url", T_STRING, OFF(upstream_url), 0, 0, "", NULL, 1 },
+	{ "upstream", "exports", T_STRING, OFF(upstream_exports), 0, 0, "", NULL, 0 },
+	{ "upstream", "timeout_ms", T_MS, OFF(upstream_timeout_ms), 100, 24ull * 3600 * 1000, "30000", NULL, 0 },
+	{ "cache", "dir", T_STRING, OFF(cache_dir), 0, 0, "/var/cache/nfscached", NULL, 1 },
+	{ "cache", "page_size", T_SIZE, OFF(cache_page_size), 512, 1024 * 1024, "4096", NULL, 1 },
+	{ "cache", "partial_pages", T_BOOL, OFF(cache_partial_pages), 0, 1, "yes", NULL, 0 },
+	{ "cache", "write_mode", T_ENUM, OFF(cache_write_mode), 0, 0, "writeback", write_mode_names, 0 },
+	{ "cache", "dirty_expire_ms", T_MS, OFF(cache_dirty_expire_ms), 0, 24ull * 3600 * 1000, "5000", NULL, 0 },
+	{ "cache", "max_dirty", T_SIZE, OFF(cache_max_dirty), 0, 1024 * GiB, "256M", NULL, 0 },
+	{ "cache", "readahead", T_SIZE, OFF(cache_readahead), 0, 1 * GiB, "1M", NULL, 0 },
+	{ "cache", "acregmin", T_UINT, OFF(cache_acregmin), 0, 3600, "3", NULL, 0 },
+	{ "cache", "acregmax", T_UINT, OFF(cache_acregmax), 0, 3600, "60", NULL, 0 },
+	{ "cache", "max_size", T_SIZE, OFF(cache_max_size), 0, UINT64_MAX, "0", NULL, 0 },
+	{ "cache", "brun", T_PERCENT, OFF(cache_brun), 0, 99, "10%", NULL, 0 },
+	{ "cache", "bcull", T_PERCENT, OFF(cache_bcull), 0, 99, "7%", NULL, 0 },
+	{ "cache", "bstop", T_PERCENT, OFF(cache_bstop), 0, 99, "3%", NULL, 0 },
+	{ "cache", "frun", T_PERCENT, OFF(cache_frun), 0, 99, "10%", NULL, 0 },
+	{ "cache", "fcull", T_PERCENT, OFF(cache_fcull), 0, 99, "7%", NULL, 0 },
+	{ "cache", "fstop", T_PERCENT, OFF(cache_fstop), 0, 99, "3%", NULL, 0 },
+	{ "control", "socket", T_STRING, OFF(control_socket), 0, 0, "/run/nfscached/ctl.sock", NULL, 1 },
+	{ "log", "level", T_ENUM, OFF(log_level), 0, 0, "info", log_names, 0 },
 };
 #define N_KEYS (sizeof(conf_keys) / sizeof(conf_keys[0]))
+_Static_assert(N_KEYS <= CONFIG_MAX_KEYS, "raise CONFIG_MAX_KEYS");
 
 int config_parse_size(const char *s, uint64_t *bytes)
 {
@@ -208,7 +212,6 @@ struct load_ctx {
 	struct nfsd_config *cfg;
 	char msg[320];          /* first error */
 	int failed;
-	int duplicate;          /* the first error is a key seen again */
 	unsigned char seen[N_KEYS];
 };
 
@@ -229,20 +232,11 @@ static int ini_handler_cb(void *user, const char *section, const char *name, con
 	}
 	size_t idx = (size_t)(k - conf_keys);
 	if (ctx->seen[idx]) {
-		/* libinih also reports an indented continuation line as the same
-		 * key again; config_load_file() tells the two apart */
 		snprintf(ctx->msg, sizeof(ctx->msg), "%s.%s given twice", section, name);
 		ctx->failed = 1;
-		ctx->duplicate = 1;
 		return 0;
 	}
 	ctx->seen[idx] = 1;
-	if (strstr(value, " #") || strstr(value, "\t#")) {
-		snprintf(ctx->msg, sizeof(ctx->msg),
-			 "%s.%s: comment after a value (put comments on their own line)", section, name);
-		ctx->failed = 1;
-		return 0;
-	}
 	if (set_value(ctx->cfg, k, value, ctx->msg, sizeof(ctx->msg)) != 0) {
 		ctx->failed = 1;
 		return 0;
@@ -250,25 +244,78 @@ static int ini_handler_cb(void *user, const char *section, const char *name, con
 	return 1;
 }
 
-/* Does line `n` (1-based) of `f` start with white space? */
-static int line_is_indented(FILE *f, int n)
-{
-	char buf[512];
-	int line = 0, at_start = 1;
+#define INI_LINE_MAX 198   /* libinih (Debian, INI_MAX_LINE 200) splits longer lines */
 
-	rewind(f);
-	while (fgets(buf, sizeof(buf), f)) {
-		if (at_start && ++line == n)
-			return buf[0] == ' ' || buf[0] == '\t';
-		at_start = strchr(buf, '\n') != NULL;
+/*
+ * The checks libinih cannot make for us, on the raw lines: lines it would
+ * split, indented lines it would join to the previous value, inline ";"
+ * comments it would cut off silently, section headers without "]".  Also
+ * records the line of every key, for messages about values found wrong later.
+ * Returns 0, or the failing line number with the message in msg.
+ */
+static int prescan(FILE *f, struct nfsd_config *cfg, char *msg, size_t msglen)
+{
+	char *line = NULL, section[64] = "";
+	size_t cap = 0;
+	ssize_t n;
+	int lineno = 0, rc = 0;
+
+	while (rc == 0 && (n = getline(&line, &cap, f)) >= 0) {
+		lineno++;
+		while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+			line[--n] = '\0';
+		if (n > INI_LINE_MAX) {
+			snprintf(msg, msglen, "line longer than %d characters", INI_LINE_MAX);
+			rc = lineno;
+			break;
+		}
+		const char *p = line + strspn(line, " \t");
+		if (*p == '\0' || *p == '#' || *p == ';')
+			continue;
+		if (p != line) {
+			snprintf(msg, msglen, "indented line (it would continue the previous value): "
+				 "write one key per line, unindented");
+			rc = lineno;
+		} else if (*p == '[') {
+			const char *close = strchr(p, ']');
+			if (!close || (size_t)(close - p - 1) >= sizeof(section)) {
+				snprintf(msg, msglen, "section header without \"]\"");
+				rc = lineno;
+			} else {
+				memcpy(section, p + 1, close - p - 1);
+				section[close - p - 1] = '\0';
+			}
+		} else {
+			const char *eq = strchr(p, '=');
+			if (eq && (strstr(eq, " ;") || strstr(eq, "\t;") || strstr(eq, " #") ||
+				   strstr(eq, "\t#"))) {
+				snprintf(msg, msglen, "comment after a value (put comments on their own line)");
+				rc = lineno;
+			} else if (eq) {
+				char key[64];
+				size_t kl = (size_t)(eq - p);
+				while (kl > 0 && (p[kl - 1] == ' ' || p[kl - 1] == '\t'))
+					kl--;
+				if (kl < sizeof(key)) {
+					memcpy(key, p, kl);
+					key[kl] = '\0';
+					const struct conf_key *k = find_key(section, key);
+					if (k && !cfg->key_line[k - conf_keys])
+						cfg->key_line[k - conf_keys] = lineno;
+				}
+			}
+		}
 	}
-	return 0;
+	free(line);
+	return rc;
 }
 
 int config_load_file(struct nfsd_config *cfg, const char *path, int missing_ok, FILE *err)
 {
 	struct load_ctx ctx = { .cfg = cfg };
+	struct stat st;
 	FILE *f = fopen(path, "r");
+	int line;
 
 	if (!f) {
 		if (missing_ok && errno == ENOENT)
@@ -276,18 +323,25 @@ int config_load_file(struct nfsd_config *cfg, const char *path, int missing_ok, 
 		fprintf(err, "%s: cannot open: %s\n", path, strerror(errno));
 		return -1;
 	}
-	int line = ini_parse_file(f, ini_handler_cb, &ctx);
-	if (line > 0 && ctx.duplicate && line_is_indented(f, line))
-		strncat(ctx.msg, " (an indented line continues the previous value: "
-			"write one key per line, unindented)", sizeof(ctx.msg) - strlen(ctx.msg) - 1);
+	if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+		fprintf(err, "%s: is a directory, not a configuration file\n", path);
+		fclose(f);
+		return -1;
+	}
+	memset(cfg->key_line, 0, sizeof(cfg->key_line));
+	line = prescan(f, cfg, ctx.msg, sizeof(ctx.msg));
+	if (line == 0) {
+		rewind(f);
+		line = ini_parse_file(f, ini_handler_cb, &ctx);
+		if (line > 0 && !ctx.failed)
+			snprintf(ctx.msg, sizeof(ctx.msg), "syntax error (expected \"[section]\" or \"key = value\")");
+	}
 	fclose(f);
 	if (line < 0) {
 		fprintf(err, "%s: cannot read\n", path);
 		return -1;
 	}
 	if (line > 0) {
-		if (!ctx.failed)
-			snprintf(ctx.msg, sizeof(ctx.msg), "syntax error (expected \"[section]\" or \"key = value\")");
 		fprintf(err, "%s:%d: %s\n", path, line, ctx.msg);
 		return -1;
 	}
@@ -319,54 +373,137 @@ int config_apply_override(struct nfsd_config *cfg, const char *assignment, FILE 
 		fprintf(err, "-o %s: %s\n", assignment, msg);
 		return -1;
 	}
+	cfg->key_override[k - conf_keys] = assignment;
 	return 0;
 }
 
-static int check_order(const char *what, uint64_t stop, uint64_t cull, uint64_t run, FILE *err,
-		       const char *src)
+/* Where `section.key` got its value: "-o ASSIGNMENT", "FILE:LINE" or "FILE". */
+static const char *where(const struct nfsd_config *cfg, const char *section, const char *key,
+			 char *buf, size_t len)
 {
+	const struct conf_key *k = find_key(section, key);
+	size_t i = (size_t)(k - conf_keys);
+
+	if (cfg->key_override[i])
+		snprintf(buf, len, "-o %s", cfg->key_override[i]);
+	else if (cfg->key_line[i])
+		snprintf(buf, len, "%s:%d", cfg->source, cfg->key_line[i]);
+	else
+		snprintf(buf, len, "%s", cfg->source);
+	return buf;
+}
+
+static int check_order(const struct nfsd_config *cfg, const char *what, uint64_t stop,
+		       uint64_t cull, uint64_t run, FILE *err)
+{
+	char key[16], w[256];
+
 	if (stop < cull && cull < run && run < 100)
 		return 0;
+	snprintf(key, sizeof(key), "%scull", what);
 	fprintf(err, "%s: cache.%sstop < cache.%scull < cache.%srun < 100%% required, got %" PRIu64
-		"%% / %" PRIu64 "%% / %" PRIu64 "%%\n", src, what, what, what, stop, cull, run);
+		"%% / %" PRIu64 "%% / %" PRIu64 "%%\n", where(cfg, "cache", key, w, sizeof(w)), what,
+		what, what, stop, cull, run);
 	return -1;
+}
+
+/* nfs://HOST/EXPORT[?version=3&nfsport=N&mountport=M]: the parts nfscached
+ * uses, checked before libnfs sees them.  Returns NULL or what is wrong. */
+static const char *check_url(const char *url, char *why, size_t len)
+{
+	const char *host = url + 6, *path, *q;
+
+	if (strncmp(url, "nfs://", 6) != 0)
+		return "not an nfs:// URL";
+	path = strchr(host, '/');
+	q = strchr(host, '?');
+	if (!path || (q && q < path))
+		return "no export path (nfs://SERVER/EXPORT)";
+	if (path == host)
+		return "no server (nfs://SERVER/EXPORT)";
+	for (q = q ? q + 1 : NULL; q && *q; q = strchr(q, '&') ? strchr(q, '&') + 1 : NULL) {
+		size_t n = strcspn(q, "=&");
+		char *end;
+		if (q[n] != '=') {
+			snprintf(why, len, "parameter \"%.*s\" without a value", (int)n, q);
+			return why;
+		}
+		unsigned long v = strtoul(q + n + 1, &end, 10);
+		int numeric = end != q + n + 1 && (*end == '\0' || *end == '&');
+		if (n == 7 && strncmp(q, "version", 7) == 0) {
+			if (!numeric || v != 3)
+				return "version must be 3 (nfscached speaks NFSv3 to the upstream)";
+		} else if ((n == 7 && strncmp(q, "nfsport", 7) == 0) ||
+			   (n == 9 && strncmp(q, "mountport", 9) == 0)) {
+			if (!numeric || v < 1 || v > 65535) {
+				snprintf(why, len, "%.*s must be a port number 1..65535", (int)n, q);
+				return why;
+			}
+		} else {
+			snprintf(why, len, "unknown parameter \"%.*s\" (version, nfsport, mountport)",
+				 (int)n, q);
+			return why;
+		}
+	}
+	return NULL;
 }
 
 int config_finish(struct nfsd_config *cfg, FILE *err)
 {
-	char bad[128];
+	char bad[128], w[256], why[128];
+	const char *problem;
 	int rc = 0;
 
 	if (netaddr_parse_listen(cfg->server_listen, &cfg->listen_addr, &cfg->listen_addr_len) != 0) {
-		fprintf(err, "%s: server.listen: \"%s\" is not ADDRESS:PORT\n", cfg->source, cfg->server_listen);
+		fprintf(err, "%s: server.listen: \"%s\" is not ADDRESS:PORT (a numeric address)\n",
+			where(cfg, "server", "listen", w, sizeof(w)), cfg->server_listen);
 		rc = -1;
 	}
 	netaddr_acl_free(&cfg->allow_acl);
 	if (netaddr_acl_parse(cfg->server_allow, &cfg->allow_acl, bad, sizeof(bad)) != 0) {
-		fprintf(err, "%s: server.allow: \"%s\" is not an address or network\n", cfg->source, bad);
+		fprintf(err, "%s: server.allow: \"%s\" is not an address or network\n",
+			where(cfg, "server", "allow", w, sizeof(w)), bad);
 		rc = -1;
 	}
 	if (!*cfg->upstream_url) {
 		fprintf(err, "%s: upstream.url is required (nfs://SERVER/EXPORT?nfsport=N&mountport=M)\n",
 			cfg->source);
 		rc = -1;
-	} else if (strncmp(cfg->upstream_url, "nfs://", 6) != 0) {
-		fprintf(err, "%s: upstream.url: \"%s\" is not an nfs:// URL\n", cfg->source, cfg->upstream_url);
+	} else if ((problem = check_url(cfg->upstream_url, why, sizeof(why)))) {
+		fprintf(err, "%s: upstream.url: \"%s\": %s\n", where(cfg, "upstream", "url", w, sizeof(w)),
+			cfg->upstream_url, problem);
+		rc = -1;
+	}
+	for (const char *e = cfg->upstream_exports; *e; ) {
+		e += strspn(e, " ,\t");
+		size_t n = strcspn(e, " ,\t");
+		if (n && *e != '/') {
+			fprintf(err, "%s: upstream.exports: \"%.*s\" is not an absolute path\n",
+				where(cfg, "upstream", "exports", w, sizeof(w)), (int)n, e);
+			rc = -1;
+		}
+		e += n;
+	}
+	if (strlen(cfg->control_socket) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
+		fprintf(err, "%s: control.socket: path longer than %zu bytes\n",
+			where(cfg, "control", "socket", w, sizeof(w)),
+			sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
 		rc = -1;
 	}
 	if (cfg->cache_page_size & (cfg->cache_page_size - 1)) {
-		fprintf(err, "%s: cache.page_size: %" PRIu64 " is not a power of two\n", cfg->source,
-			cfg->cache_page_size);
+		fprintf(err, "%s: cache.page_size: %" PRIu64 " is not a power of two\n",
+			where(cfg, "cache", "page_size", w, sizeof(w)), cfg->cache_page_size);
 		rc = -1;
 	}
 	if (cfg->cache_acregmin > cfg->cache_acregmax) {
 		fprintf(err, "%s: cache.acregmin (%" PRIu64 ") is larger than cache.acregmax (%" PRIu64 ")\n",
-			cfg->source, cfg->cache_acregmin, cfg->cache_acregmax);
+			where(cfg, "cache", "acregmin", w, sizeof(w)), cfg->cache_acregmin,
+			cfg->cache_acregmax);
 		rc = -1;
 	}
-	if (check_order("b", cfg->cache_bstop, cfg->cache_bcull, cfg->cache_brun, err, cfg->source))
+	if (check_order(cfg, "b", cfg->cache_bstop, cfg->cache_bcull, cfg->cache_brun, err))
 		rc = -1;
-	if (check_order("f", cfg->cache_fstop, cfg->cache_fcull, cfg->cache_frun, err, cfg->source))
+	if (check_order(cfg, "f", cfg->cache_fstop, cfg->cache_fcull, cfg->cache_frun, err))
 		rc = -1;
 	return rc;
 }
@@ -402,6 +539,50 @@ void config_print(const struct nfsd_config *cfg, FILE *out)
 			break;
 		}
 	}
+}
+
+static int value_equal(const struct conf_key *k, const struct nfsd_config *a,
+		       const struct nfsd_config *b)
+{
+	const void *fa = (const char *)a + k->offset, *fb = (const char *)b + k->offset;
+
+	switch (k->type) {
+	case T_STRING:
+		return strcmp(*(char *const *)fa, *(char *const *)fb) == 0;
+	case T_BOOL:
+	case T_ENUM:
+		return *(const int *)fa == *(const int *)fb;
+	default:
+		return *(const uint64_t *)fa == *(const uint64_t *)fb;
+	}
+}
+
+void config_reload(struct nfsd_config *running, struct nfsd_config *fresh, FILE *notes)
+{
+	for (size_t i = 0; i < N_KEYS; i++) {
+		const struct conf_key *k = &conf_keys[i];
+		if (value_equal(k, running, fresh))
+			continue;
+		if (k->restart) {
+			fprintf(notes, "%s.%s changed: takes effect after a restart\n", k->section, k->key);
+			continue;
+		}
+		fprintf(notes, "%s.%s changed\n", k->section, k->key);
+		void *fr = (char *)running + k->offset, *ff = (char *)fresh + k->offset;
+		if (k->type == T_STRING) {
+			char *tmp = *(char **)fr;
+			*(char **)fr = *(char **)ff;
+			*(char **)ff = tmp;
+		} else if (k->type == T_BOOL || k->type == T_ENUM) {
+			*(int *)fr = *(int *)ff;
+		} else {
+			*(uint64_t *)fr = *(uint64_t *)ff;
+		}
+	}
+	/* derived values of reloadable keys */
+	struct netaddr_acl acl = running->allow_acl;
+	running->allow_acl = fresh->allow_acl;
+	fresh->allow_acl = acl;
 }
 
 void config_free(struct nfsd_config *cfg)

@@ -54,6 +54,9 @@ struct nfsd_config {
 	socklen_t listen_addr_len;
 	struct netaddr_acl allow_acl;
 	const char *source;             /* file the values came from */
+#define CONFIG_MAX_KEYS 32
+	int key_line[CONFIG_MAX_KEYS];  /* line of each key in `source`, 0 if not there */
+	const char *key_override[CONFIG_MAX_KEYS];  /* the -o that set it last, or NULL */
 };
 
 /* Fill `cfg` with the defaults.  Strings are malloc'd; free with config_free(). */
@@ -74,6 +77,15 @@ int config_apply_override(struct nfsd_config *cfg, const char *assignment, FILE 
 /* Cross-key checks and derived values (listen address, allow list, threshold
  * order 0 <= stop < cull < run < 100).  Returns 0 or -1 after printing. */
 int config_finish(struct nfsd_config *cfg, FILE *err);
+
+/*
+ * SIGHUP: take the keys that can change at run time from `fresh` (a loaded
+ * and finished configuration) into `running`, and write one line per changed
+ * key to `notes` — "takes effect after a restart" for the others (listen
+ * address, record size, rpcbind, upstream URL, cache dir and page size,
+ * control socket).  `fresh` must still be freed; it keeps the old values.
+ */
+void config_reload(struct nfsd_config *running, struct nfsd_config *fresh, FILE *notes);
 
 /* Print the effective configuration in the file's own syntax (`-t`). */
 void config_print(const struct nfsd_config *cfg, FILE *out);

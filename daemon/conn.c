@@ -27,22 +27,46 @@
 struct listener {
 	int fd;
 	ev_io io;
+	ev_timer backoff;         /* accept paused: out of file descriptors */
+	ev_tstamp last_error_log;
 	struct ev_loop *loop;
 	char address[80];
 	unsigned port;
+	struct sockaddr_storage bound;
+	socklen_t bound_len;
 };
 
 static struct list_node all_conns = LIST_INIT(all_conns);
 static unsigned n_conns;
+static size_t total_bytes;          /* out_bytes + call_bytes of every connection */
+static int total_paused;            /* some connection waits for total_bytes to drop */
+static ev_timer idle_sweep;
 static uint8_t *read_buf;           /* shared: the loop is single-threaded */
-static ev_tstamp last_refusal_log;
 
 static void conn_free(struct nfsd_conn *conn);
 
 static int conn_may_read(const struct nfsd_conn *conn)
 {
 	return !conn->dead && conn->out_bytes < CONN_MAX_OUT_BYTES &&
-	       conn->ncalls < CONN_MAX_CALLS && conn->call_bytes < CONN_MAX_CALL_BYTES;
+	       conn->ncalls < CONN_MAX_CALLS && conn->call_bytes < CONN_MAX_CALL_BYTES &&
+	       total_bytes < CONN_MAX_TOTAL_BYTES;
+}
+
+static void conn_update_read(struct nfsd_conn *conn);
+
+/* Every connection's bytes count toward one bound: memory for replies is
+ * shared.  Reading resumes everywhere once the total is well below it. */
+static void total_add(ssize_t delta)
+{
+	total_bytes += (size_t)delta;
+	if (total_bytes >= CONN_MAX_TOTAL_BYTES) {
+		total_paused = 1;
+	} else if (total_paused && total_bytes < CONN_MAX_TOTAL_BYTES / 4 * 3) {
+		struct list_node *pos, *tmp;
+		total_paused = 0;
+		list_for_each_safe(pos, tmp, &all_conns)
+			conn_update_read(list_entry(pos, struct nfsd_conn, link));
+	}
 }
 
 /* Backpressure: read (and feed stashed bytes) only while the connection's
@@ -101,6 +125,8 @@ static int conn_flush(struct nfsd_conn *conn)
 			return -errno;
 		}
 		conn->out_bytes -= (size_t)w;
+		conn->last_active = ev_now(nfsd.loop);
+		total_add(-w);
 		while (w > 0) {
 			struct conn_out *o = list_first(&conn->out, struct conn_out, link);
 			size_t left = o->len - o->off;
@@ -134,6 +160,7 @@ void conn_send(struct nfsd_conn *conn, struct conn_out *out)
 	int was_empty = list_empty(&conn->out);
 	list_add_tail(&conn->out, &out->link);
 	conn->out_bytes += out->len;
+	total_add((ssize_t)out->len);
 	if (!was_empty)
 		return;   /* the write watcher is already waiting */
 	int rc = conn_flush(conn);
@@ -144,10 +171,17 @@ void conn_send(struct nfsd_conn *conn, struct conn_out *out)
 	conn_after_write(conn);
 }
 
-void conn_call_done(struct nfsd_conn *conn, size_t record_bytes)
+void conn_charge(struct nfsd_conn *conn, size_t bytes)
+{
+	conn->call_bytes += bytes;
+	total_add((ssize_t)bytes);
+}
+
+void conn_call_done(struct nfsd_conn *conn, size_t charged_bytes)
 {
 	conn->ncalls--;
-	conn->call_bytes -= record_bytes;
+	conn->call_bytes -= charged_bytes;
+	total_add(-(ssize_t)charged_bytes);
 	conn_update_read(conn);
 }
 
@@ -177,7 +211,9 @@ static int conn_consume(struct nfsd_conn *conn, const uint8_t *data, size_t len)
 		data += used;
 		len -= used;
 		if (st == RPC_RECORD_TOO_BIG) {
-			log_warning("conn %s: record larger than server.max_record (%zu bytes): closing",
+			stats.rpc_oversized++;
+			log_limited(LOG_LEVEL_WARNING,
+				    "conn %s: record larger than server.max_record (%zu bytes): closing",
 				    conn->peer_str, conn->rec.max_record);
 			return -EMSGSIZE;
 		}
@@ -185,7 +221,7 @@ static int conn_consume(struct nfsd_conn *conn, const uint8_t *data, size_t len)
 			size_t rlen;
 			uint8_t *rec = rpc_record_take(&conn->rec, &rlen);
 			conn->ncalls++;
-			conn->call_bytes += rlen;
+			conn_charge(conn, rlen);
 			call_dispatch(conn, rec, rlen);
 			if (len > 0 && !conn->dead && !conn_may_read(conn)) {
 				/* keep the rest until the calls in flight drain */
@@ -241,6 +277,7 @@ static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 				conn_close(conn, strerror(errno));
 			break;
 		}
+		conn->last_active = ev_now(nfsd.loop);
 		if (conn_consume(conn, read_buf, (size_t)n) < 0) {
 			conn_close(conn, "oversized record");
 			break;
@@ -281,10 +318,11 @@ void conn_close(struct nfsd_conn *conn, const char *why)
 		list_del(pos);
 		free(list_entry(pos, struct conn_out, link));
 	}
-	conn->out_bytes = 0;
 	list_for_each_safe(pos, tmp, &conn->calls)
 		call_detach_conn(list_entry(pos, struct nfsd_call, conn_link));
 	conn->ncalls = 0;
+	total_add(-(ssize_t)(conn->out_bytes + conn->call_bytes));
+	conn->out_bytes = 0;
 	conn->call_bytes = 0;
 	list_del(&conn->link);
 	n_conns--;
@@ -318,10 +356,7 @@ static int conn_permitted(const struct sockaddr *peer, const char *peer_str)
 	if (!why)
 		return 1;
 	stats.conn_refused++;
-	if (ev_now(nfsd.loop) - last_refusal_log >= 1.0) {
-		last_refusal_log = ev_now(nfsd.loop);
-		log_warning("listener: refused %s: %s", peer_str, why);
-	}
+	log_limited(LOG_LEVEL_WARNING, "listener: refused %s: %s", peer_str, why);
 	return 0;
 }
 
@@ -337,9 +372,21 @@ static void listener_cb(struct ev_loop *loop, ev_io *w, int revents)
 		char peer_str[64];
 
 		if (fd < 0) {
-			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
-			    errno != ECONNABORTED)
-				log_warning("listener: accept: %s", strerror(errno));
+			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ||
+			    errno == ECONNABORTED)
+				return;
+			/* EMFILE, ENFILE, ENOBUFS...: the pending connection stays
+			 * queued; stop polling the listener for a while rather than
+			 * spin on it */
+			stats.conn_accept_errors++;
+			if (ev_now(loop) - l->last_error_log >= 10.0) {
+				l->last_error_log = ev_now(loop);
+				log_warning("listener: accept: %s (%u connections open; pausing accept)",
+					    strerror(errno), n_conns);
+			}
+			ev_io_stop(loop, &l->io);
+			ev_timer_set(&l->backoff, 0.1, 0.);
+			ev_timer_start(loop, &l->backoff);
 			return;
 		}
 		netaddr_format((struct sockaddr *)&peer, peer_str, sizeof(peer_str));
@@ -357,6 +404,7 @@ static void listener_cb(struct ev_loop *loop, ev_io *w, int revents)
 		conn->fd = fd;
 		conn->peer = peer;
 		conn->peer_len = plen;
+		conn->last_active = ev_now(loop);
 		snprintf(conn->peer_str, sizeof(conn->peer_str), "%s", peer_str);
 		rpc_record_init(&conn->rec, nfsd.cfg.server_max_record);
 		list_init(&conn->out);
@@ -371,6 +419,32 @@ static void listener_cb(struct ev_loop *loop, ev_io *w, int revents)
 		stats.conn_open = n_conns;
 		stats.conn_accepted++;
 		log_debug("conn %s: accepted", conn->peer_str);
+	}
+}
+
+static void listener_backoff_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct listener *l = w->data;
+
+	(void)revents;
+	if (l->fd >= 0)
+		ev_io_start(loop, &l->io);
+}
+
+/* Close connections with nothing in flight that have been silent too long. */
+static void idle_sweep_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct list_node *pos, *tmp;
+
+	(void)w;
+	(void)revents;
+	list_for_each_safe(pos, tmp, &all_conns) {
+		struct nfsd_conn *conn = list_entry(pos, struct nfsd_conn, link);
+		if (conn->ncalls == 0 && list_empty(&conn->out) && !conn->stash &&
+		    ev_now(loop) - conn->last_active > CONN_IDLE_TIMEOUT_S) {
+			stats.conn_idle_closed++;
+			conn_close(conn, "idle");
+		}
 	}
 }
 
@@ -402,11 +476,18 @@ struct listener *listener_new(struct ev_loop *loop, const struct sockaddr *addr,
 		free(l);
 		return NULL;
 	}
+	l->bound = bound;
+	l->bound_len = blen;
 	netaddr_format((struct sockaddr *)&bound, l->address, sizeof(l->address));
 	l->port = netaddr_port((struct sockaddr *)&bound);
 	ev_io_init(&l->io, listener_cb, l->fd, EV_READ);
 	l->io.data = l;
 	ev_io_start(loop, &l->io);
+	ev_timer_init(&l->backoff, listener_backoff_cb, 0.1, 0.);
+	l->backoff.data = l;
+	ev_timer_init(&idle_sweep, idle_sweep_cb, 30., 30.);
+	ev_timer_start(loop, &idle_sweep);
+	ev_unref(loop);   /* the sweep alone does not keep the loop running */
 	return l;
 }
 
@@ -414,6 +495,11 @@ void listener_stop(struct listener *l)
 {
 	if (l && l->fd >= 0) {
 		ev_io_stop(l->loop, &l->io);
+		ev_timer_stop(l->loop, &l->backoff);
+		if (ev_is_active(&idle_sweep)) {
+			ev_ref(l->loop);
+			ev_timer_stop(l->loop, &idle_sweep);
+		}
 		close(l->fd);
 		l->fd = -1;
 	}
@@ -435,4 +521,14 @@ const char *listener_address(const struct listener *l)
 unsigned listener_port(const struct listener *l)
 {
 	return l->port;
+}
+
+const struct sockaddr *listener_sockaddr(const struct listener *l)
+{
+	return (const struct sockaddr *)&l->bound;
+}
+
+socklen_t listener_sockaddr_len(const struct listener *l)
+{
+	return l->bound_len;
 }

@@ -22,7 +22,9 @@
 #define CONN_MAGIC 0x6e636f6eu        /* "ncon" */
 #define CONN_MAX_OUT_BYTES (8u << 20)  /* stop reading above this much queued output */
 #define CONN_MAX_CALLS 256             /* stop reading with this many calls in flight */
-#define CONN_MAX_CALL_BYTES (32u << 20) /* ... or with this many bytes of their records */
+#define CONN_MAX_CALL_BYTES (32u << 20) /* ... or with their records and expected replies this big */
+#define CONN_MAX_TOTAL_BYTES (512u << 20) /* stop reading every connection above this, all together */
+#define CONN_IDLE_TIMEOUT_S 360.0      /* close connections idle this long (as knfsd) */
 
 struct conn_out {
 	struct list_node link;
@@ -43,7 +45,8 @@ struct nfsd_conn {
 	size_t out_bytes;             /* queued, not yet written */
 	struct list_node calls;       /* struct nfsd_call in flight */
 	unsigned ncalls;
-	size_t call_bytes;            /* record bytes of the calls in flight */
+	size_t call_bytes;            /* charged by the calls in flight: records and expected replies */
+	ev_tstamp last_active;        /* loop time of the last byte read or written */
 	int dead;                     /* closed; free when in_callback drops to 0 */
 	int in_callback;              /* nesting depth of our own watcher callbacks */
 	int read_paused;
@@ -64,6 +67,9 @@ void listener_stop(struct listener *l);
 /* "ADDR:PORT" actually bound. */
 const char *listener_address(const struct listener *l);
 unsigned listener_port(const struct listener *l);
+/* The bound address itself. */
+const struct sockaddr *listener_sockaddr(const struct listener *l);
+socklen_t listener_sockaddr_len(const struct listener *l);
 
 /* Allocate an output buffer of `len` bytes for conn_send(). */
 struct conn_out *conn_out_new(size_t len);
@@ -73,9 +79,12 @@ struct conn_out *conn_out_new(size_t len);
  * connection. */
 void conn_send(struct nfsd_conn *conn, struct conn_out *out);
 
-/* A call of this connection with a record of `record_bytes` finished: may
- * resume reading. */
-void conn_call_done(struct nfsd_conn *conn, size_t record_bytes);
+/* Charge `bytes` more (an expected reply) to the calls in flight of `conn`. */
+void conn_charge(struct nfsd_conn *conn, size_t bytes);
+
+/* A call of this connection that was charged `charged_bytes` in all (its
+ * record and conn_charge()s) finished: may resume reading. */
+void conn_call_done(struct nfsd_conn *conn, size_t charged_bytes);
 
 /* Close: stop watchers, close the socket, detach calls.  Freed now or when
  * the running callback returns. */

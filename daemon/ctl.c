@@ -50,8 +50,11 @@ static struct ev_loop *ctl_loop;
 
 static int ctl_handle_status(int argc, char **argv, FILE *out)
 {
-	(void)argc;
 	(void)argv;
+	if (argc != 1) {
+		fprintf(out, "usage: status");
+		return -1;
+	}
 	fprintf(out, "version %s\n", PACKAGE_VERSION);
 	fprintf(out, "pid %ld\n", (long)getpid());
 	fprintf(out, "uptime_s %.0f\n", ev_now(nfsd.loop) - nfsd.start_time);
@@ -89,9 +92,11 @@ static int ctl_handle_stats(int argc, char **argv, FILE *out)
 
 static int ctl_handle_stats_reset(int argc, char **argv, FILE *out)
 {
-	(void)argc;
 	(void)argv;
-	(void)out;
+	if (argc != 2) {
+		fprintf(out, "usage: stats reset");
+		return -1;
+	}
 	stats_reset();
 	log_info("ctl: counters reset");
 	return 0;
@@ -135,6 +140,25 @@ static int ctl_permitted(const struct ctl_client *c)
 	return c->uid == 0 || c->uid == geteuid() || c->gid == ctl_group;
 }
 
+static void ctl_send(struct ctl_client *c, char *reply, size_t len)
+{
+	c->reply = reply;
+	c->reply_len = len;
+	ev_io_stop(ctl_loop, &c->io);
+	ev_io_init(&c->io, ctl_write_cb, c->fd, EV_WRITE);
+	c->io.data = c;
+	ev_io_start(ctl_loop, &c->io);
+}
+
+static void ctl_reply_error(struct ctl_client *c, const char *msg)
+{
+	char *r = NULL;
+
+	if (asprintf(&r, "error: %s\n", msg) < 0)
+		abort();
+	ctl_send(c, r, strlen(r));
+}
+
 static void ctl_run(struct ctl_client *c)
 {
 	char *argv[CTL_MAX_ARGS], *save = NULL;
@@ -171,19 +195,16 @@ static void ctl_run(struct ctl_client *c)
 
 	const char *head = rc == 0 ? "ok\n" : "error: ";
 	size_t hl = strlen(head);
-	c->reply = malloc(hl + body_len + 2);
-	if (!c->reply)
+	char *reply = malloc(hl + body_len + 2);
+	if (!reply)
 		abort();
-	memcpy(c->reply, head, hl);
-	memcpy(c->reply + hl, body, body_len);
-	c->reply_len = hl + body_len;
+	memcpy(reply, head, hl);
+	memcpy(reply + hl, body, body_len);
+	size_t len = hl + body_len;
 	if (rc != 0 && (body_len == 0 || body[body_len - 1] != '\n'))
-		c->reply[c->reply_len++] = '\n';
+		reply[len++] = '\n';
 	free(body);
-	ev_io_stop(ctl_loop, &c->io);
-	ev_io_init(&c->io, ctl_write_cb, c->fd, EV_WRITE);
-	c->io.data = c;
-	ev_io_start(ctl_loop, &c->io);
+	ctl_send(c, reply, len);
 }
 
 static void ctl_read_cb(struct ev_loop *loop, ev_io *w, int revents)
@@ -195,14 +216,20 @@ static void ctl_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 	ssize_t n = read(c->fd, c->line + c->len, sizeof(c->line) - 1 - c->len);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
-	if (n <= 0) {
+	if (n < 0 || (n == 0 && c->len == 0)) {
 		ctl_client_free(c);
+		return;
+	}
+	if (memchr(c->line + c->len, '\0', (size_t)n)) {
+		ctl_reply_error(c, "a command is text: NUL byte received");
 		return;
 	}
 	c->len += (size_t)n;
 	c->line[c->len] = '\0';
-	if (strchr(c->line, '\n') || c->len == sizeof(c->line) - 1)
+	if (strchr(c->line, '\n') || n == 0)   /* a line, or the last words before EOF */
 		ctl_run(c);
+	else if (c->len == sizeof(c->line) - 1)
+		ctl_reply_error(c, "command longer than 1023 bytes");
 }
 
 static void ctl_idle_cb(struct ev_loop *loop, ev_timer *w, int revents)
@@ -255,8 +282,20 @@ int ctl_init(struct ev_loop *loop, const char *path)
 	ctl_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (ctl_fd < 0)
 		return -errno;
-	if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
+	if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode)) {
+		/* a socket someone still answers on is not ours to replace */
+		int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		int alive = probe >= 0 && connect(probe, (struct sockaddr *)&sun, sizeof(sun)) == 0;
+		if (probe >= 0)
+			close(probe);
+		if (alive) {
+			log_error("ctl: %s is in use by another running nfscached", path);
+			close(ctl_fd);
+			ctl_fd = -1;
+			return -EADDRINUSE;
+		}
 		unlink(path);   /* left by a previous run */
+	}
 	mode_t old = umask(0117);
 	int rc = bind(ctl_fd, (struct sockaddr *)&sun, sizeof(sun));
 	umask(old);

@@ -28,6 +28,9 @@ static void forward_done(void *priv, enum upstream_status st, void *res)
 	case UPSTREAM_TIMEOUT:
 		call_reply_jukebox(call);
 		break;
+	case UPSTREAM_DENIED:
+		call_reply_auth_error(call, RPC_AUTH_BADCRED);
+		break;
 	case UPSTREAM_FAILED:
 	default:
 		call_reply_rpc_error(call, RPC_SYSTEM_ERR);
@@ -109,8 +112,10 @@ static int export_allowed(const char *path)
 	while (*list) {
 		while (*list == ' ' || *list == ',' || *list == '\t')
 			list++;
-		size_t w = strcspn(list, " ,\t");
-		if (w && w == n && strncmp(list, path, n) == 0)
+		size_t w = strcspn(list, " ,\t"), wn = w;
+		while (wn > 1 && list[wn - 1] == '/')
+			wn--;   /* "/export/" in the list names "/export" too */
+		if (wn && wn == n && strncmp(list, path, n) == 0)
 			return 1;
 		list += w;
 	}

@@ -64,3 +64,20 @@ void log_write(enum log_level level, const char *fmt, ...)
 	}
 	va_end(ap);
 }
+
+int log_ratelimit_allow(struct log_ratelimit *rl, enum log_level level)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	double now = (double)ts.tv_sec + ts.tv_nsec / 1e9;
+	if (rl->last_s != 0 && now - rl->last_s < 1.0) {
+		rl->suppressed++;
+		return 0;
+	}
+	if (rl->suppressed)
+		log_write(level, "log: %u similar lines suppressed", rl->suppressed);
+	rl->last_s = now;
+	rl->suppressed = 0;
+	return 1;
+}

@@ -30,6 +30,24 @@ const char *log_level_name(enum log_level level);
 void log_write(enum log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* State of one rate-limited call site. */
+struct log_ratelimit {
+	double last_s;          /* CLOCK_MONOTONIC seconds of the last line written */
+	unsigned suppressed;    /* lines dropped since */
+};
+
+/* 1 if a line may be written now (at most one per second per site); writes
+ * a "N similar lines suppressed" line first when some were dropped. */
+int log_ratelimit_allow(struct log_ratelimit *rl, enum log_level level);
+
+/* For events a client or the network can repeat at will. */
+#define log_limited(lvl, ...) \
+	do { \
+		static struct log_ratelimit rl_; \
+		if ((lvl) <= log_level_current && log_ratelimit_allow(&rl_, (lvl))) \
+			log_write((lvl), __VA_ARGS__); \
+	} while (0)
+
 #define log_at(lvl, ...) \
 	do { if ((lvl) <= log_level_current) log_write((lvl), __VA_ARGS__); } while (0)
 #define log_error(...) log_at(LOG_LEVEL_ERROR, __VA_ARGS__)

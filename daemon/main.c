@@ -22,6 +22,7 @@
 #include "daemon/ctl.h"
 #include "daemon/log.h"
 #include "daemon/nfsd.h"
+#include "daemon/rpcbind_reg.h"
 #include "daemon/stats.h"
 #include "daemon/upstream.h"
 #include "proto/drc.h"
@@ -128,15 +129,20 @@ static void sig_hup_cb(struct ev_loop *loop, ev_signal *w, int revents)
 			log_error("main: reload: %s", l);
 		log_error("main: reload of %s failed: keeping the running configuration", config_path);
 	} else {
-		log_set_level(fresh.log_level);
-		nfsd.cfg.log_level = fresh.log_level;
-		if (strcmp(fresh.server_listen, nfsd.cfg.server_listen) != 0 ||
-		    strcmp(fresh.upstream_url, nfsd.cfg.upstream_url) != 0 ||
-		    strcmp(fresh.control_socket, nfsd.cfg.control_socket) != 0)
-			log_warning("main: server.listen, upstream.url and control.socket change only "
-				    "with a restart");
-		log_info("main: configuration reloaded (log.level = %s)",
-			 log_level_name(fresh.log_level));
+		char *notes = NULL;
+		size_t notes_len = 0;
+		FILE *nf = open_memstream(&notes, &notes_len);
+		char *save = NULL;
+
+		if (!nf)
+			abort();
+		config_reload(&nfsd.cfg, &fresh, nf);
+		fclose(nf);
+		log_set_level(nfsd.cfg.log_level);
+		for (char *l = strtok_r(notes, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+			log_info("main: reload: %s", l);
+		log_info("main: configuration reloaded from %s", config_path);
+		free(notes);
 	}
 	config_free(&fresh);
 	free(errors);
@@ -213,6 +219,11 @@ int main(int argc, char **argv)
 		rc = 1;
 		goto stop;
 	}
+	if (nfsd.cfg.server_rpcbind &&
+	    rpcbind_register(listener_sockaddr(nfsd.listener), listener_sockaddr_len(nfsd.listener)) != 0) {
+		rc = 1;
+		goto stop;
+	}
 	if (!foreground) {
 		/* detach only now, so that start-up errors reach the caller */
 		if (daemon(0, 0) != 0) {
@@ -239,6 +250,7 @@ int main(int argc, char **argv)
 	log_info("main: stopped");
 
 stop:
+	rpcbind_unregister();
 	ctl_finalise();
 	conn_close_all();
 	listener_free(nfsd.listener);

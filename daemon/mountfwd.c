@@ -69,10 +69,10 @@ static void mreq_call_cb(struct rpc_context *rpc, int status, void *data, void *
 		return;
 	if (status == RPC_STATUS_SUCCESS) {
 		mreq_finish(m, UPSTREAM_OK, data);
-	} else if (status == RPC_STATUS_ERROR && data &&
-		   strncmp(data, "Server responded", 16) == 0) {
-		log_warning("upstream: MOUNT %s: %s", m->desc->name, (const char *)data);
-		mreq_finish(m, UPSTREAM_FAILED, NULL);
+	} else if (status == RPC_STATUS_ERROR && upstream_error_status(data) >= 0) {
+		log_limited(LOG_LEVEL_WARNING, "upstream: MOUNT %s: %s", m->desc->name,
+			    (const char *)data);
+		mreq_finish(m, (enum upstream_status)upstream_error_status(data), NULL);
 	} else {
 		m->failed = 1;
 	}

@@ -15,7 +15,10 @@
 	X(rpc_garbage_args, "rpc.garbage_args", "calls answered GARBAGE_ARGS") \
 	X(rpc_rejected, "rpc.rejected", "calls answered with another RPC-level error") \
 	X(conn_accepted, "conn.accepted", "client connections accepted") \
-	X(conn_refused, "conn.refused", "client connections refused (server.allow, server.secure)")
+	X(conn_refused, "conn.refused", "client connections refused (server.allow, server.secure)") \
+	X(conn_accept_errors, "conn.accept_errors", "accept() failures (out of file descriptors)") \
+	X(conn_idle_closed, "conn.idle_closed", "connections closed after 6 minutes without a call") \
+	X(rpc_oversized, "rpc.oversized", "connections closed for a record above server.max_record")
 
 #define STATS_GAUGES(X) \
 	X(conn_open, "conn.open", "client connections open now") \

@@ -224,21 +224,21 @@ static void up_after_service(struct upstream *up)
 	up_tick_update(up);
 }
 
-/* libnfs reports replies with an RPC-level error and transport failures with
- * the same status; these prefixes are the replies (lib/pdu.c). */
-static int is_reply_error(const char *msg)
+int upstream_error_status(const char *msg)
 {
-	static const char *const prefixes[] = {
-		"Server responded", "RPC Packet not accepted", "Message rejected",
-		"Unknown rpc response",
+	/* lib/pdu.c: the messages of replies, as opposed to transport failures */
+	static const char *const replies[] = {
+		"Server responded", "Message rejected", "Unknown rpc response",
 	};
 
 	if (!msg)
-		return 0;
-	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
-		if (strncmp(msg, prefixes[i], strlen(prefixes[i])) == 0)
-			return 1;
-	return 0;
+		return -1;
+	if (strncmp(msg, "RPC Packet not accepted", 23) == 0)
+		return UPSTREAM_DENIED;
+	for (size_t i = 0; i < sizeof(replies) / sizeof(replies[0]); i++)
+		if (strncmp(msg, replies[i], strlen(replies[i])) == 0)
+			return UPSTREAM_FAILED;
+	return -1;
 }
 
 static void up_rpc_cb(struct rpc_context *rpc, int status, void *data, void *priv)
@@ -258,32 +258,31 @@ static void up_rpc_cb(struct rpc_context *rpc, int status, void *data, void *pri
 		return;
 	case RPC_STATUS_TIMEOUT:
 		stats.upstream_timeouts++;
-		log_warning("upstream: %s %s: no reply within %llu ms", up->server, r->desc->name,
-			    (unsigned long long)up->cfg->upstream_timeout_ms);
+		log_limited(LOG_LEVEL_WARNING, "upstream: %s %s: no reply within %llu ms",
+			    up->server, r->desc->name, (unsigned long long)up->cfg->upstream_timeout_ms);
 		req_complete(r, UPSTREAM_TIMEOUT, NULL);
 		return;
 	case RPC_STATUS_ERROR:
-		if (is_reply_error(data)) {
-			log_warning("upstream: %s %s: %s", up->server, r->desc->name, (const char *)data);
-			req_complete(r, UPSTREAM_FAILED, NULL);
+		if (upstream_error_status(data) >= 0) {
+			log_limited(LOG_LEVEL_WARNING, "upstream: %s %s: %s", up->server, r->desc->name,
+				    (const char *)data);
+			req_complete(r, (enum upstream_status)upstream_error_status(data), NULL);
 			return;
 		}
-		/* the transport failed, the call did not */
-		__attribute__((fallthrough));
+		/* the transport failed, not the call: send it again once reconnected */
+		if (up->nfs == r->sent_on) {
+			snprintf(up->last_error, sizeof(up->last_error), "%s",
+				 data ? (const char *)data : "transport error");
+			up->broken = 1;
+		}
+		break;
 	case RPC_STATUS_CANCEL:
 	default:
-		if (status == RPC_STATUS_ERROR) {
-			if (up->nfs == r->sent_on) {
-				snprintf(up->last_error, sizeof(up->last_error), "%s",
-					 data ? (const char *)data : "transport error");
-				up->broken = 1;
-			}
-		}
-		r->sent_on = NULL;
-		list_del(&r->link);
-		list_add_tail(&up->waiting, &r->link);
-		return;
+		break;   /* the context is going away: send it again on the next */
 	}
+	r->sent_on = NULL;
+	list_del(&r->link);
+	list_add_tail(&up->waiting, &r->link);
 }
 
 static void up_submit(struct upstream *up, struct up_req *r)

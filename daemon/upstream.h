@@ -24,6 +24,7 @@ enum upstream_status {
 	UPSTREAM_OK = 0,       /* `res` is the decoded result, valid during the callback only */
 	UPSTREAM_TIMEOUT,      /* no answer within upstream.timeout_ms */
 	UPSTREAM_FAILED,       /* the upstream answered with an RPC-level error */
+	UPSTREAM_DENIED,       /* the upstream refused the call's credential (AUTH_ERROR) */
 };
 
 typedef void (*upstream_done_fn)(void *priv, enum upstream_status status, void *res);
@@ -49,6 +50,10 @@ void upstream_free(struct upstream *up);
  */
 int upstream_call(struct upstream *up, const struct proc_desc *desc, void *args,
 		  const struct rpc_cred *cred, upstream_done_fn done, void *priv);
+
+/* Classify a libnfs RPC_STATUS_ERROR message: UPSTREAM_FAILED or
+ * UPSTREAM_DENIED when the upstream answered, -1 for a transport failure. */
+int upstream_error_status(const char *msg);
 
 /* "up", "connecting" or "down", for status lines. */
 const char *upstream_state(const struct upstream *up);

@@ -79,7 +79,9 @@ static void sattr3(struct walk *w)
 static void diropargs3(struct walk *w)
 {
 	fh(w);
-	opaque(w, NFS3_NAME_MAX);   /* an empty name is the server's to refuse */
+	/* a name longer than NFS3_NAME_MAX is the upstream's to refuse with
+	 * NFS3ERR_NAMETOOLONG, as an empty one is; only absurd lengths stop here */
+	opaque(w, NFS3_NAME_WIRE_MAX);
 }
 
 static int check_nfs3(struct walk *w, uint32_t proc, uint32_t max_write)

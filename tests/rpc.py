@@ -1116,6 +1116,10 @@ def _bad_lookup_name_300(ctx, xid):
     return record(_hdr(xid, proc=NFSPROC3_LOOKUP) + lookup_args(ctx["fh"], "n" * 300)), True
 
 
+def _bad_lookup_name_1100(ctx, xid):
+    return record(_hdr(xid, proc=NFSPROC3_LOOKUP) + lookup_args(ctx["fh"], "n" * 1100)), True
+
+
 def _bad_lookup_name_wrap(ctx, xid):
     args = Packer().opaque(ctx["fh"]).opaque(b"abcd", declared=0xfffffffc).bytes()
     return record(_hdr(xid, proc=NFSPROC3_LOOKUP) + args), True
@@ -1158,7 +1162,8 @@ BAD_CASES = {
     "auth_dh": (_bad_auth_dh, "AUTH_DH credential"),
     "write_overlong": (_bad_write_overlong, "WRITE declaring 4096 data bytes, 100 sent"),
     "write_2g": (_bad_write_2g, "WRITE declaring 2^31-1 data bytes, 100 sent"),
-    "lookup_name_300": (_bad_lookup_name_300, "LOOKUP of a 300-byte name"),
+    "lookup_name_300": (_bad_lookup_name_300, "LOOKUP of a 300-byte name (the upstream's NAMETOOLONG)"),
+    "lookup_name_1100": (_bad_lookup_name_1100, "LOOKUP of a 1100-byte name"),
     "lookup_name_wrap": (_bad_lookup_name_wrap, "LOOKUP name length 0xfffffffc"),
     "lookup_fh_65": (_bad_lookup_fh_65, "LOOKUP in a 65-byte file handle"),
     "fragmented": (_good_fragmented, "valid GETATTR in 5 fragments (control)"),

@@ -35,6 +35,7 @@ static int load_text(struct nfsd_config *cfg, const char *text, char **err)
 		*p = 'F';
 	}
 	unlink(path);
+	cfg->source = "F";   /* later messages name the file as "F" too */
 	return rc;
 }
 
@@ -57,7 +58,7 @@ int main(void)
 	size_t errlen;
 	FILE *ef;
 
-	plan(28);
+	plan(37);
 
 	/* sizes */
 	ok(config_parse_size("1088k", &v) == 0 && v == 1114112, "1088k = 1114112 bytes");
@@ -106,13 +107,21 @@ int main(void)
 		     "bad enum");
 	expect_error("[cache]\nbrun = 1O%\n", "F:2: cache.brun: expected a percentage", "not a percentage");
 	expect_error("[server]\nallow = 127.0.0.0/8\n  10.0.0.0/8\n",
-		     "F:3: server.allow given twice (an indented line continues",
+		     "F:3: indented line (it would continue the previous value)",
 		     "indented continuation line");
 	expect_error("[log]\nlevel = info\n[log]\nlevel = debug\n", "F:4: log.level given twice\n",
 		     "a key given twice");
-	expect_error("[log]\nlevel = info # chatty\n", "F:2: log.level: comment after a value",
+	expect_error("[log]\nlevel = info # chatty\n", "F:2: comment after a value",
 		     "inline # comment");
-	expect_error("[server\n", "F:1: syntax error", "broken section header");
+	expect_error("[server]\nallow = 10.0.0.0/8 ; 192.168.0.0/16\n", "F:2: comment after a value",
+		     "inline ; comment (libinih would drop the rest of the value)");
+	expect_error("[server\nlisten = 1.2.3.4:5\n", "F:1: section header without \"]\"",
+		     "broken section header");
+	{
+		char text[400];
+		snprintf(text, sizeof(text), "[server]\n# c\nallow = %0199d\n", 1);
+		expect_error(text, "F:3: line longer than 198 characters", "a line libinih would split");
+	}
 
 	/* overrides and cross-key checks */
 	config_defaults(&cfg);
@@ -130,5 +139,33 @@ int main(void)
 	   "messages name the override and the ordering: %s", err);
 	free(err);
 	config_free(&cfg);
+
+	/* values found wrong after parsing name their line, or their -o */
+	static const struct { const char *text, *o, *want, *what; } late[] = {
+		{ "[upstream]\nurl = nfs://h/e\n[server]\n\nlisten = localhost:2049\n", NULL,
+		  "F:5: server.listen: \"localhost:2049\" is not ADDRESS:PORT", "listen: FILE:LINE" },
+		{ "[upstream]\nurl = nfs://h/e\n", "server.listen=nohost:1",
+		  "-o server.listen=nohost:1: server.listen:", "listen from -o names the -o" },
+		{ "[upstream]\nurl = nfs:///e?nfsport=1\n", NULL, "F:2: upstream.url: \"nfs:///e?nfsport=1\": no server",
+		  "url without a server" },
+		{ "[upstream]\nurl = nfs://h/e?version=4\n", NULL, "version must be 3", "url version=4" },
+		{ "[upstream]\nurl = nfs://h/e?nfsport=99999\n", NULL, "nfsport must be a port number",
+		  "url port out of range" },
+		{ "[upstream]\nurl = nfs://h/e?bogus=1\n", NULL, "unknown parameter \"bogus\"", "url parameter" },
+		{ "[upstream]\nurl = nfs://h/e\nexports = /ok relative\n", NULL,
+		  "F:3: upstream.exports: \"relative\" is not an absolute path", "relative export" },
+	};
+	for (size_t i = 0; i < sizeof(late) / sizeof(late[0]); i++) {
+		int rc = load_text(&cfg, late[i].text, &err);
+		free(err);
+		ef = open_memstream(&err, &errlen);
+		if (late[i].o)
+			config_apply_override(&cfg, late[i].o, ef);
+		rc |= config_finish(&cfg, ef);
+		fclose(ef);
+		ok(rc != 0 && strstr(err, late[i].want) != NULL, "%s: got \"%s\"", late[i].what, err);
+		free(err);
+		config_free(&cfg);
+	}
 	return done();
 }
