@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #ifdef HAVE_SYSTEMD
 #include <systemd/sd-daemon.h>
@@ -199,6 +200,13 @@ int main(int argc, char **argv)
 	 * page cache throttle us against it (as knfsd for loopback mounts). */
 	if (prctl(PR_SET_IO_FLUSHER, 1, 0, 0, 0) != 0)
 		log_debug("main: PR_SET_IO_FLUSHER: %s (needs CAP_SYS_RESOURCE)", strerror(errno));
+
+	/* every client connection and backing file is a descriptor */
+	struct rlimit nofile;
+	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+		nofile.rlim_cur = nofile.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &nofile);
+	}
 
 	/* the largest READ/WRITE payload: a power of two leaving room for headers */
 	nfsd.max_payload = 4096;
