@@ -39,7 +39,8 @@ struct nfsd_call {
 	struct rpc_cred cred;         /* credential sent upstream (after squash) */
 	struct drc_entry *drc;        /* in-progress DRC entry, or NULL */
 	ev_tstamp start;              /* arrival, loop time */
-	void (*fixup)(void *res);     /* applied to the upstream result before encoding */
+	void (*fixup)(struct nfsd_call *call, void *res);  /* on the upstream result, before encoding */
+	uint64_t seq;                 /* cache_seq() when the call was forwarded */
 };
 
 /*

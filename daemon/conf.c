@@ -495,12 +495,8 @@ int config_finish(struct nfsd_config *cfg, FILE *err)
 			where(cfg, "cache", "page_size", w, sizeof(w)), cfg->cache_page_size);
 		rc = -1;
 	}
-	if (cfg->cache_acregmin > cfg->cache_acregmax) {
-		fprintf(err, "%s: cache.acregmin (%" PRIu64 ") is larger than cache.acregmax (%" PRIu64 ")\n",
-			where(cfg, "cache", "acregmin", w, sizeof(w)), cfg->cache_acregmin,
-			cfg->cache_acregmax);
-		rc = -1;
-	}
+	if (cfg->cache_acregmin > cfg->cache_acregmax)
+		cfg->cache_acregmin = cfg->cache_acregmax;   /* as the kernel client clamps it */
 	if (check_order(cfg, "b", cfg->cache_bstop, cfg->cache_bcull, cfg->cache_brun, err))
 		rc = -1;
 	if (check_order(cfg, "f", cfg->cache_fstop, cfg->cache_fcull, cfg->cache_frun, err))

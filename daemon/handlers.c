@@ -12,6 +12,7 @@
 #include "daemon/log.h"
 #include "daemon/nfsd.h"
 #include "daemon/upstream.h"
+#include "cache/cache.h"
 
 
 
@@ -22,7 +23,7 @@ static void forward_done(void *priv, enum upstream_status st, void *res)
 	switch (st) {
 	case UPSTREAM_OK:
 		if (call->fixup)
-			call->fixup(res);
+			call->fixup(call, res);
 		call_reply(call, res);
 		break;
 	case UPSTREAM_TIMEOUT:
@@ -38,25 +39,22 @@ static void forward_done(void *priv, enum upstream_status st, void *res)
 	}
 }
 
-static void forward_with(struct nfsd_call *call, void (*fixup)(void *res))
+void nfsd_forward_with(struct nfsd_call *call, void (*fixup)(struct nfsd_call *call, void *res))
 {
 	call->fixup = fixup;
+	call->seq = cache_seq();
 	if (upstream_call(nfsd.upstream, call->desc, call->args, &call->cred, forward_done, call) != 0)
 		call_reply_jukebox(call);
 }
 
 void nfsd_proc_forward(struct nfsd_call *call)
 {
-	forward_with(call, NULL);
+	nfsd_forward_with(call, NULL);
 }
 
-void nfsd_proc_read(struct nfsd_call *call)
+static void readdirplus_fixup(struct nfsd_call *call, void *res)
 {
-	READ3args *a = call->args;
-
-	if (a->count > nfsd.max_payload)
-		a->count = nfsd.max_payload;
-	forward_with(call, NULL);
+	nfsd_readdirplus_snoop(call, res);
 }
 
 void nfsd_proc_readdir(struct nfsd_call *call)
@@ -71,8 +69,10 @@ void nfsd_proc_readdir(struct nfsd_call *call)
 			a->maxcount = nfsd.max_payload;
 		if (a->dircount > a->maxcount)
 			a->dircount = a->maxcount;
+		nfsd_forward_with(call, readdirplus_fixup);
+		return;
 	}
-	forward_with(call, NULL);
+	nfsd_forward_with(call, NULL);
 }
 
 static uint32_t clamp(uint32_t v, uint32_t max)
@@ -80,8 +80,9 @@ static uint32_t clamp(uint32_t v, uint32_t max)
 	return v > max ? max : v;
 }
 
-static void fsinfo_fixup(void *res)
+static void fsinfo_fixup(struct nfsd_call *call, void *res)
 {
+	(void)call;
 	FSINFO3res *r = res;
 
 	if (r->status != NFS3_OK)
@@ -96,7 +97,7 @@ static void fsinfo_fixup(void *res)
 
 void nfsd_proc_fsinfo(struct nfsd_call *call)
 {
-	forward_with(call, fsinfo_fixup);
+	nfsd_forward_with(call, fsinfo_fixup);
 }
 
 /* Is `path` one of the space-separated paths of upstream.exports ("" = all)? */
@@ -134,11 +135,12 @@ void nfsd_proc_mnt(struct nfsd_call *call)
 		call_reply(call, &res);
 		return;
 	}
-	forward_with(call, NULL);
+	nfsd_forward_with(call, NULL);
 }
 
-static void export_fixup(void *res)
+static void export_fixup(struct nfsd_call *call, void *res)
 {
+	(void)call;
 	exports *list = res;
 
 	while (*list) {
@@ -151,5 +153,5 @@ static void export_fixup(void *res)
 
 void nfsd_proc_export(struct nfsd_call *call)
 {
-	forward_with(call, export_fixup);
+	nfsd_forward_with(call, export_fixup);
 }

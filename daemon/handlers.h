@@ -11,9 +11,32 @@ struct nfsd_call;
 /* Forward unchanged; the upstream's result goes back unchanged. */
 void nfsd_proc_forward(struct nfsd_call *call);
 
-/* READ: count bounded by what the proxy accepts (a short read is legal,
- * RFC 1813 §3.3.6), then forwarded. */
+/* Forward, and run `fixup(call, res)` on a successful upstream result before
+ * it is encoded (coherency updates, clamps); answers JUKEBOX or an RPC error
+ * when the upstream gave no result. */
+void nfsd_forward_with(struct nfsd_call *call, void (*fixup)(struct nfsd_call *call, void *res));
+
+/* READ (nfs_read.c): served from the cache when every requested byte is
+ * valid (wholly or partially uptodate pages), else fetched page-aligned with
+ * readahead on sequential access, stored, and answered; count bounded by
+ * what the proxy accepts (a short read is legal, RFC 1813 §3.3.6). */
 void nfsd_proc_read(struct nfsd_call *call);
+
+/* WRITE (nfs_write.c): forwarded (write-through); on success the written
+ * bytes become valid in the cache. */
+void nfsd_proc_write(struct nfsd_call *call);
+
+/* SETATTR: forwarded; a new size cuts the cached data. */
+void nfsd_proc_setattr(struct nfsd_call *call);
+
+/* GETATTR, LOOKUP, ACCESS, READDIRPLUS, COMMIT...: forwarded; their
+ * attributes feed the cache's coherency checks (and ACCESS results its
+ * per-credential permissions). */
+void nfsd_proc_attrs(struct nfsd_call *call);
+
+/* READDIRPLUS result: the entries' attributes feed the cache likewise. */
+struct READDIRPLUS3res;
+void nfsd_readdirplus_snoop(struct nfsd_call *call, struct READDIRPLUS3res *res);
 
 /* READDIR/READDIRPLUS: reply size bounded likewise. */
 void nfsd_proc_readdir(struct nfsd_call *call);

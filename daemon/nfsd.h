@@ -23,6 +23,7 @@ struct nfsd {
 	uint32_t max_payload;      /* largest READ/WRITE payload accepted, bytes */
 	ev_tstamp start_time;
 	int stopping;              /* SIGTERM received */
+	int cache_on;              /* the cache opened: READ/WRITE go through it */
 };
 
 extern struct nfsd nfsd;

@@ -80,6 +80,7 @@ void stats_write(FILE *out, enum stats_format fmt)
 		   "MOUNTv3 calls sent to the upstream server");
 #define X(field, name, help) emit(&e, name, stats.field, 0, help);
 	STATS_COUNTERS(X)
+	STATS_CACHE_COUNTERS(X)
 #undef X
 #define X(field, name, help) emit(&e, name, stats.field, 1, help);
 	STATS_GAUGES(X)

@@ -17,6 +17,7 @@
 struct nfsd_stats {
 #define X(field, name, help) uint64_t field;
 	STATS_COUNTERS(X)
+	STATS_CACHE_COUNTERS(X)
 	STATS_GAUGES(X)
 #undef X
 	uint64_t nfs3_calls[STATS_NFS3_PROCS];        /* by NFSv3 procedure number */

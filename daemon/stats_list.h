@@ -20,8 +20,23 @@
 	X(conn_idle_closed, "conn.idle_closed", "connections closed after 6 minutes without a call") \
 	X(rpc_oversized, "rpc.oversized", "connections closed for a record above server.max_record")
 
+#define STATS_CACHE_COUNTERS(X) \
+	X(cache_read_hits, "cache.read.hits", "READs answered wholly from wholly valid pages") \
+	X(cache_read_partial_hits, "cache.read.partial_hits", "READs answered locally that touched a page not wholly valid") \
+	X(cache_read_misses, "cache.read.misses", "READs that needed the upstream") \
+	X(cache_read_bytes_local, "cache.read.bytes_local", "bytes answered from the cache") \
+	X(cache_read_bytes_upstream, "cache.read.bytes_upstream", "bytes fetched from the upstream") \
+	X(cache_invalidations, "cache.invalidations", "objects invalidated by a change not made through nfscached") \
+	X(cache_write_bytes, "cache.write.bytes", "bytes of WRITEs copied into the cache") \
+	X(cache_nospace, "cache.nospace", "ENOSPC/EDQUOT from backing file writes") \
+	X(backing_write_calls, "backing.write.calls", "pwrite calls on backing files") \
+	X(backing_write_bytes, "backing.write.bytes", "bytes written to backing files") \
+	X(backing_read_calls, "backing.read.calls", "pread calls on backing files")
+
 #define STATS_GAUGES(X) \
 	X(conn_open, "conn.open", "client connections open now") \
-	X(calls_in_flight, "calls.in_flight", "client calls being processed now")
+	X(calls_in_flight, "calls.in_flight", "client calls being processed now") \
+	X(cache_objects, "cache.objects", "cache objects held") \
+	X(cache_bytes, "cache.bytes", "valid bytes held in backing files")
 
 #endif

@@ -87,14 +87,14 @@ static int send_EXPORT(struct rpc_context *r, rpc_cb cb, void *a, void *p)
 
 static const struct proc_desc nfs3_procs[NFS3_PROC_COUNT] = {
 	[0] = { NFS3_PROGRAM, NFS3_VERSION, 0, "NULL", 0, NULL, 0, NULL, 0, nfsd_proc_forward, send_NULL3 },
-	NFS3(1, "GETATTR", GETATTR3, 0, nfsd_proc_forward),
-	NFS3(2, "SETATTR", SETATTR3, NI, nfsd_proc_forward),
-	NFS3(3, "LOOKUP", LOOKUP3, 0, nfsd_proc_forward),
-	NFS3(4, "ACCESS", ACCESS3, 0, nfsd_proc_forward),
+	NFS3(1, "GETATTR", GETATTR3, 0, nfsd_proc_attrs),
+	NFS3(2, "SETATTR", SETATTR3, NI, nfsd_proc_setattr),
+	NFS3(3, "LOOKUP", LOOKUP3, 0, nfsd_proc_attrs),
+	NFS3(4, "ACCESS", ACCESS3, 0, nfsd_proc_attrs),
 	NFS3(5, "READLINK", READLINK3, 0, nfsd_proc_forward),
 	NFS3(6, "READ", READ3, 0, nfsd_proc_read),
-	NFS3(7, "WRITE", WRITE3, NI, nfsd_proc_forward),
-	NFS3(8, "CREATE", CREATE3, NI, nfsd_proc_forward),
+	NFS3(7, "WRITE", WRITE3, NI, nfsd_proc_write),
+	NFS3(8, "CREATE", CREATE3, NI, nfsd_proc_attrs),
 	NFS3(9, "MKDIR", MKDIR3, NI, nfsd_proc_forward),
 	NFS3(10, "SYMLINK", SYMLINK3, NI, nfsd_proc_forward),
 	NFS3(11, "MKNOD", MKNOD3, NI, nfsd_proc_forward),
@@ -107,7 +107,7 @@ static const struct proc_desc nfs3_procs[NFS3_PROC_COUNT] = {
 	NFS3(18, "FSSTAT", FSSTAT3, 0, nfsd_proc_forward),
 	NFS3(19, "FSINFO", FSINFO3, 0, nfsd_proc_fsinfo),
 	NFS3(20, "PATHCONF", PATHCONF3, 0, nfsd_proc_forward),
-	NFS3(21, "COMMIT", COMMIT3, 0, nfsd_proc_forward),
+	NFS3(21, "COMMIT", COMMIT3, 0, nfsd_proc_attrs),
 };
 
 #define MNT(num, NAME, dec, asz, enc, rsz, handler, send) \

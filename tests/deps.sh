@@ -1,6 +1,6 @@
 # tests/deps.sh — the Debian 12 packages nfscached is built and tested with
 # (sourced by demo.sh, tests/run-all.sh and .ci/run).
-BUILD_PKGS="autoconf automake libtool pkg-config make gcc libnfs-dev libev-dev
+BUILD_PKGS="autoconf automake libtool pkg-config make gcc libnfs-dev libev-dev libbsd-dev
 libsqlite3-dev libtirpc-dev libinih-dev libsystemd-dev"
 DEMO_PKGS="$BUILD_PKGS libnfs-utils nfs-ganesha nfs-ganesha-vfs rpcbind iproute2"
 TEST_PKGS="$DEMO_PKGS tshark qemu-system-x86 busybox-static cpio python3 procps"

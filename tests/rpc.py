@@ -24,6 +24,13 @@ line, which prints `key: value` lines:
   create FH NAME               CREATE UNCHECKED mode 0644: nfs_status, fh
   remove FH NAME               nfs_status
   write FH OFFSET TEXT         FILE_SYNC write: nfs_status, count
+  pwrite FH OFFSET FILE        write of the bytes of FILE (--stable HOW,
+                               default file_sync): nfs_status, count,
+                               committed, obj.size
+  read FH OFFSET COUNT         READ: nfs_status, count, eof, md5 (of the
+                               data), zero_bytes, obj.size; --out FILE
+                               writes the data to FILE
+  truncate FH SIZE             SETATTR of the size only: nfs_status, obj.size
   proc NAME [ARG...]           any NFSv3 or MOUNTv3 procedure by name, with
                                the arguments `procs` lists (FH hex, MODE
                                octal, MASK a number, STABLE unstable,
@@ -63,7 +70,8 @@ line, which prints `key: value` lines:
   first free one from 1023 down, which needs root), --src-addr to that
   source address.  --auth none sends AUTH_NONE credentials.
 
-  For null/getattr/lookup/create/remove/write/proc: --xid X fixes the XID,
+  For null/getattr/lookup/create/remove/write/pwrite/read/truncate/proc:
+  --xid X fixes the XID,
   --repeat N sends the identical record N times on the same connection
   (keys of the Nth reply get a ".N" suffix from the second on), --save FILE
   writes the record as sent.  FH is hex.  Exit status 0 when every reply
@@ -585,6 +593,56 @@ def decode_write(body):
 
 def decode_status(body):
     return {"nfs_status": nfs_status(body)}
+
+
+def post_op_size(u, out, key="obj.size"):
+    """A post_op_attr: its size as `key` when attributes follow."""
+    if u.u32():
+        attrs = u.fixed(84)
+        out[key] = struct.unpack_from(">Q", attrs, 20)[0]
+
+
+def decode_pwrite(body):
+    """WRITE3res: status, count, committed, the size after."""
+    u = Unpacker(body)
+    out = {"nfs_status": NFS3_STATUS.get(u.u32(), "?")}
+    if u.u32():
+        u.fixed(24)
+    post_op_size(u, out)
+    if out["nfs_status"] == "NFS3_OK":
+        out["count"] = u.u32()
+        v = u.u32()
+        out["committed"] = STABLE_HOW.get(v, str(v))
+    return out
+
+
+def decode_read(body, out_file=None):
+    """READ3res: status, count, eof, md5 and zero bytes of the data, the
+    size in the attributes; the data to `out_file` when given."""
+    u = Unpacker(body)
+    out = {"nfs_status": NFS3_STATUS.get(u.u32(), "?")}
+    post_op_size(u, out)
+    if out["nfs_status"] == "NFS3_OK":
+        out["count"] = u.u32()
+        out["eof"] = "true" if u.u32() else "false"
+        data = u.opaque()
+        out["data_len"] = len(data)
+        out["md5"] = hashlib.md5(data).hexdigest()
+        out["zero_bytes"] = data.count(0)
+        if out_file:
+            with open(out_file, "wb") as f:
+                f.write(data)
+    return out
+
+
+def decode_setattr(body):
+    """SETATTR3res: status, the size after."""
+    u = Unpacker(body)
+    out = {"nfs_status": NFS3_STATUS.get(u.u32(), "?")}
+    if u.u32():
+        u.fixed(24)
+    post_op_size(u, out)
+    return out
 
 
 # ---- every NFSv3 and MOUNTv3 procedure (RFC 1813) ---------------------------
@@ -1437,6 +1495,17 @@ def cmd_call(args):
         proc = NFSPROC3_WRITE
         a = write_args(fh, args.offset, args.text.encode())
         dec = decode_write
+    elif args.cmd == "pwrite":
+        with open(args.file, "rb") as f:
+            data = f.read()
+        proc = NFSPROC3_WRITE
+        a = write_args(fh, args.offset, data, stable=_stable(args.stable))
+        dec = decode_pwrite
+    elif args.cmd == "read":
+        proc, a = NFSPROC3_READ, read_args(fh, args.offset, args.count)
+        dec = lambda body: decode_read(body, args.out)
+    elif args.cmd == "truncate":
+        proc, a, dec = NFSPROC3_SETATTR, setattr_args(fh, size=args.size), decode_setattr
     c = client(args, args.port)
     xid, rec = c.build(NFS_PROGRAM, NFS_V3, proc, a, xid=args.xid)
     if args.save:
@@ -1534,7 +1603,7 @@ def parse_args(argv):
     def callcmd(name, *pos):
         p = sub.add_parser(name)
         for a in pos:
-            if a == "offset":
+            if a in ("offset", "count", "size"):
                 p.add_argument(a, type=int)
             else:
                 p.add_argument(a)
@@ -1542,6 +1611,7 @@ def parse_args(argv):
         p.add_argument("--repeat", type=int, default=1)
         p.add_argument("--save")
         p.set_defaults(func=cmd_call)
+        return p
 
     callcmd("null")
     callcmd("getattr", "fh")
@@ -1549,6 +1619,11 @@ def parse_args(argv):
     callcmd("create", "fh", "name")
     callcmd("remove", "fh", "name")
     callcmd("write", "fh", "offset", "text")
+    p = callcmd("pwrite", "fh", "offset", "file")
+    p.add_argument("--stable", default="file_sync", choices=("unstable", "data_sync", "file_sync"))
+    p = callcmd("read", "fh", "offset", "count")
+    p.add_argument("--out", help="write the data read to this file")
+    callcmd("truncate", "fh", "size")
     p = sub.add_parser("mnt")
     p.set_defaults(func=cmd_mnt)
     p = sub.add_parser("exports")

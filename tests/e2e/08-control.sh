@@ -34,13 +34,18 @@ NFS3="NULL GETATTR SETATTR LOOKUP ACCESS READLINK READ WRITE CREATE MKDIR SYMLIN
 names=(upstream.errors upstream.reconnects rpc.drc.hits)
 for p in $NFS3; do names+=("nfs3.calls.$p" "upstream.calls.$p"); done
 for p in NULL MNT DUMP UMNT UMNTALL EXPORT; do names+=("mount3.calls.$p"); done
+# the cache's counters come in groups: the read cache, write-back, culling
 if grep -q '^cache\.' "$T_TMP/stats"; then
     names+=(cache.read.hits cache.read.partial_hits cache.read.misses
         cache.read.bytes_local cache.read.bytes_upstream cache.write.bytes
-        cache.writeback.bytes cache.writeback.errors cache.dirty.bytes
-        cache.objects cache.bytes cache.invalidations cache.culled.objects
-        cache.culled.bytes cache.nospace backing.write.calls
-        backing.write.bytes backing.read.calls)
+        cache.objects cache.bytes cache.invalidations cache.nospace
+        backing.write.calls backing.write.bytes backing.read.calls)
+fi
+if grep -q '^cache\.\(dirty\|writeback\)\.' "$T_TMP/stats"; then
+    names+=(cache.writeback.bytes cache.writeback.errors cache.dirty.bytes)
+fi
+if grep -q '^cache\.culled\.' "$T_TMP/stats"; then
+    names+=(cache.culled.objects cache.culled.bytes)
 fi
 missing=$(for n in "${names[@]}"; do grep -q "^$n " "$T_TMP/stats" || echo "$n"; done)
 is "$(echo $missing)" "" "stats: all ${#names[@]} counters of the design are reported"

@@ -1,0 +1,125 @@
+/*
+ * backing.c — the backing files' names, creation and I/O syscalls.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cache/backing.h"
+#include "daemon/log.h"
+#include "daemon/stats.h"
+
+static char backing_dir[4096];
+
+int backing_init(const char *cache_dir)
+{
+	char path[4200];
+
+	snprintf(backing_dir, sizeof(backing_dir), "%s/objects", cache_dir);
+	if (mkdir(cache_dir, 0700) != 0 && errno != EEXIST) {
+		log_error("backing: cannot create %s: %s", cache_dir, strerror(errno));
+		return -errno;
+	}
+	if (mkdir(backing_dir, 0700) != 0 && errno != EEXIST) {
+		log_error("backing: cannot create %s: %s", backing_dir, strerror(errno));
+		return -errno;
+	}
+	for (int i = 0; i < 256; i++) {
+		snprintf(path, sizeof(path), "%s/%02x", backing_dir, i);
+		if (mkdir(path, 0700) != 0 && errno != EEXIST) {
+			log_error("backing: cannot create %s: %s", path, strerror(errno));
+			return -errno;
+		}
+	}
+	return 0;
+}
+
+void backing_path(uint64_t id, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/%02x/%016" PRIx64, backing_dir, (unsigned)(id & 0xff), id);
+}
+
+int backing_open(uint64_t id, int create)
+{
+	char path[4200];
+
+	backing_path(id, path, sizeof(path));
+	int fd = open(path, O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0), 0600);
+	return fd >= 0 ? fd : -errno;
+}
+
+int backing_write(int fd, const void *buf, size_t len, uint64_t offset)
+{
+	const char *p = buf;
+
+	while (len > 0) {
+		ssize_t n = pwrite(fd, p, len, (off_t)offset);
+		stats.backing_write_calls++;
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == ENOSPC || errno == EDQUOT)
+				stats.cache_nospace++;
+			return -errno;
+		}
+		stats.backing_write_bytes += (uint64_t)n;
+		p += n;
+		len -= (size_t)n;
+		offset += (uint64_t)n;
+	}
+	return 0;
+}
+
+ssize_t backing_read(int fd, void *buf, size_t len, uint64_t offset)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = pread(fd, (char *)buf + done, len - done, (off_t)(offset + done));
+		stats.backing_read_calls++;
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		done += (size_t)n;
+	}
+	return (ssize_t)done;
+}
+
+int backing_has_data(int fd, uint64_t start, uint64_t end)
+{
+	struct stat st;
+
+	if (start >= end)
+		return 1;
+	if (fstat(fd, &st) != 0)
+		return -errno;
+	if ((uint64_t)st.st_size < end)
+		return 0;
+	off_t hole = lseek(fd, (off_t)start, SEEK_HOLE);
+	if (hole < 0)
+		return errno == ENXIO ? 0 : -errno;
+	return (uint64_t)hole >= end;
+}
+
+int backing_truncate(int fd, uint64_t size)
+{
+	return ftruncate(fd, (off_t)size) == 0 ? 0 : -errno;
+}
+
+int backing_unlink(uint64_t id)
+{
+	char path[4200];
+
+	backing_path(id, path, sizeof(path));
+	return unlink(path) == 0 || errno == ENOENT ? 0 : -errno;
+}

@@ -1,0 +1,615 @@
+/*
+ * cache.c — the object table, coherency rules, backing-file use of each
+ * object, and the batched persistence of it all: every second the objects
+ * changed since the last batch are snapshotted, their backing files
+ * fdatasync'ed and the snapshot written to the index in one transaction, on
+ * a worker thread.  A range reaches the index only after its data was synced.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/file.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cache/backing.h"
+#include "cache/cache.h"
+#include "cache/index.h"
+#include "cache/worker.h"
+#include "daemon/log.h"
+#include "daemon/stats.h"
+
+#define COMMIT_INTERVAL_S 1.0
+#define HASH_BUCKETS_MIN 1024
+
+static struct {
+	struct ev_loop *loop;
+	const struct nfsd_config *cfg;
+	char *volume;
+	struct cache_index *index;
+	struct worker_pool *workers;
+	struct cache_object **buckets;
+	size_t nbuckets;                /* power of two */
+	size_t count;
+	uint64_t next_id;
+	struct list_node dirty;         /* objects to write to the index */
+	ev_timer commit_timer;
+	int commit_running;
+	uint64_t seq;                   /* change sequence: the last change's number */
+	int lock_fd;                    /* holds the flock on CACHE_DIR/lock */
+} C;
+
+/* A change to `o`: replies to calls sent before it are stale. */
+static void changed(struct cache_object *o)
+{
+	o->gen = ++C.seq;
+}
+
+uint64_t cache_seq(void)
+{
+	return C.seq;
+}
+
+static uint32_t fh_hash(const uint8_t *fh, uint32_t len)
+{
+	uint32_t h = 2166136261u;
+
+	for (uint32_t i = 0; i < len; i++)
+		h = (h ^ fh[i]) * 16777619u;
+	return h;
+}
+
+static int64_t ns_of(const nfstime3 *t)
+{
+	return (int64_t)t->seconds * 1000000000 + t->nseconds;
+}
+
+static int64_t now_s(void)
+{
+	return (int64_t)time(NULL);
+}
+
+static void mark_dirty(struct cache_object *o)
+{
+	if (!o->index_dirty) {
+		o->index_dirty = 1;
+		list_add_tail(&C.dirty, &o->dirty_link);
+	}
+}
+
+/* Keep cache.bytes in step with a change of the valid set. */
+static void bytes_changed(uint64_t before, uint64_t after)
+{
+	stats.cache_bytes += after - before;
+}
+
+static void table_grow(void)
+{
+	size_t n = C.nbuckets ? C.nbuckets * 2 : HASH_BUCKETS_MIN;
+	struct cache_object **b = calloc(n, sizeof(*b));
+
+	if (!b)
+		abort();
+	for (size_t i = 0; i < C.nbuckets; i++) {
+		struct cache_object *o = C.buckets[i], *next;
+		for (; o; o = next) {
+			next = o->hash_next;
+			size_t k = fh_hash(o->fh, o->fh_len) & (n - 1);
+			o->hash_next = b[k];
+			b[k] = o;
+		}
+	}
+	free(C.buckets);
+	C.buckets = b;
+	C.nbuckets = n;
+}
+
+static struct cache_object *object_new(uint64_t id, const uint8_t *fh, uint32_t fh_len)
+{
+	struct cache_object *o = calloc(1, sizeof(*o));
+
+	if (!o)
+		abort();
+	o->magic = CACHE_OBJECT_MAGIC;
+	o->id = id;
+	memcpy(o->fh, fh, fh_len);
+	o->fh_len = fh_len;
+	o->fd = -1;
+	extent_set_init(&o->valid);
+	list_init(&o->dirty_link);
+	list_init(&o->waiters);
+	if (C.count + 1 > C.nbuckets)
+		table_grow();
+	size_t k = fh_hash(fh, fh_len) & (C.nbuckets - 1);
+	o->hash_next = C.buckets[k];
+	C.buckets[k] = o;
+	C.count++;
+	stats.cache_objects = C.count;
+	if (id >= C.next_id)
+		C.next_id = id + 1;
+	return o;
+}
+
+struct cache_object *cache_find(const uint8_t *fh, uint32_t fh_len)
+{
+	if (!C.nbuckets)
+		return NULL;
+	for (struct cache_object *o = C.buckets[fh_hash(fh, fh_len) & (C.nbuckets - 1)]; o;
+	     o = o->hash_next)
+		if (o->fh_len == fh_len && memcmp(o->fh, fh, fh_len) == 0)
+			return o;
+	return NULL;
+}
+
+struct cache_object *cache_get(const uint8_t *fh, uint32_t fh_len)
+{
+	struct cache_object *o = cache_find(fh, fh_len);
+
+	if (!o) {
+		o = object_new(C.next_id, fh, fh_len);
+		o->last_access_s = now_s();
+		mark_dirty(o);
+	}
+	return o;
+}
+
+const struct nfsd_config *cache_config(void)
+{
+	return C.cfg;
+}
+
+void cache_invalidate(struct cache_object *o, const char *why)
+{
+	uint64_t before = o->valid.bytes;
+
+	changed(o);
+	if (before == 0)
+		return;
+	log_debug("cache: object %llu invalidated: %s", (unsigned long long)o->id, why);
+	stats.cache_invalidations++;
+	extent_set_clear(&o->valid);
+	bytes_changed(before, 0);
+	if (o->fd >= 0)
+		backing_truncate(o->fd, 0);
+	mark_dirty(o);
+}
+
+static void set_coherency(struct cache_object *o, const fattr3 *a)
+{
+	o->coh.known = 1;
+	o->coh.size = a->size;
+	o->coh.mtime_ns = ns_of(&a->mtime);
+	o->coh.ctime_ns = ns_of(&a->ctime);
+	o->coh.fileid = a->fileid;
+	o->attrs = *a;
+	o->have_attrs = 1;
+	o->attr_time = ev_now(C.loop);
+	mark_dirty(o);
+}
+
+static int coherency_matches(const struct cache_object *o, const fattr3 *a)
+{
+	return o->coh.size == a->size && o->coh.mtime_ns == ns_of(&a->mtime) &&
+	       o->coh.ctime_ns == ns_of(&a->ctime) && o->coh.fileid == a->fileid;
+}
+
+void cache_attrs_update(struct cache_object *o, const fattr3 *a, uint64_t gen_at_start)
+{
+	if (o->gen > gen_at_start || a->type != NF3REG)
+		return;   /* started before a change that completed meanwhile */
+	if (o->coh.known && !coherency_matches(o, a))
+		cache_invalidate(o, "changed upstream");
+	if (!o->coh.known || !coherency_matches(o, a))
+		set_coherency(o, a);
+	else {
+		o->attrs = *a;
+		o->have_attrs = 1;
+		o->attr_time = ev_now(C.loop);
+	}
+}
+
+int cache_change_done(struct cache_object *o, const wcc_data *wcc)
+{
+	const wcc_attr *pre = wcc->before.attributes_follow ?
+			      &wcc->before.pre_op_attr_u.attributes : NULL;
+	const fattr3 *post = wcc->after.attributes_follow ? &wcc->after.post_op_attr_u.attributes : NULL;
+	int ours = 0;
+
+	if (pre && o->coh.known && pre->size == o->coh.size &&
+	    ns_of(&pre->mtime) == o->coh.mtime_ns && ns_of(&pre->ctime) == o->coh.ctime_ns)
+		ours = 1;
+	else if (!o->coh.known && o->valid.bytes == 0)
+		ours = 1;   /* nothing held that another change could contradict */
+	if (!ours)
+		cache_invalidate(o, "changed upstream before our change");
+	changed(o);
+	if (post && post->type == NF3REG)
+		set_coherency(o, post);
+	else
+		o->coh.known = 0, o->attr_time = 0;
+	return ours;
+}
+
+void cache_truncate(struct cache_object *o, uint64_t size)
+{
+	uint64_t before = o->valid.bytes;
+
+	extent_set_remove(&o->valid, size, UINT64_MAX);
+	bytes_changed(before, o->valid.bytes);
+	if (o->fd >= 0)
+		backing_truncate(o->fd, size);
+	changed(o);
+	mark_dirty(o);
+}
+
+int cache_attrs_fresh(const struct cache_object *o)
+{
+	return o->coh.known && o->have_attrs &&
+	       ev_now(C.loop) - o->attr_time <= (double)C.cfg->cache_acregmax;
+}
+
+static uint32_t gids_hash(const struct rpc_cred *cred)
+{
+	return fh_hash((const uint8_t *)cred->gids, cred->gids_len * 4) ^ cred->gids_len;
+}
+
+static int access_same(const struct cache_access *a, const struct rpc_cred *cred)
+{
+	return a->time != 0 && a->uid == cred->uid && a->gid == cred->gid &&
+	       a->gids_hash == gids_hash(cred);
+}
+
+void cache_access_record(struct cache_object *o, const struct rpc_cred *cred, uint32_t granted)
+{
+	struct cache_access *slot = &o->access[0];
+
+	for (int i = 0; i < CACHE_ACCESS_SLOTS; i++) {
+		if (access_same(&o->access[i], cred)) {
+			slot = &o->access[i];
+			break;
+		}
+		if (o->access[i].time < slot->time)
+			slot = &o->access[i];   /* the oldest goes */
+	}
+	slot->uid = cred->uid;
+	slot->gid = cred->gid;
+	slot->gids_hash = gids_hash(cred);
+	slot->granted = granted;
+	slot->time = ev_now(C.loop);
+}
+
+int cache_access_granted(const struct cache_object *o, const struct rpc_cred *cred, uint32_t bits)
+{
+	for (int i = 0; i < CACHE_ACCESS_SLOTS; i++) {
+		const struct cache_access *a = &o->access[i];
+		if (access_same(a, cred))
+			return (a->granted & bits) == bits &&
+			       ev_now(C.loop) - a->time <= (double)C.cfg->cache_acregmax;
+	}
+	return 0;
+}
+
+static int range_has_data(uint64_t start, uint64_t end, void *ctx)
+{
+	return backing_has_data(*(int *)ctx, start, end) == 1 ? 0 : -1;
+}
+
+/* The backing file, opened on first use and checked against the ranges the
+ * index recorded: a file deleted, truncated or punched behind our back is
+ * refetched, never served as zeros. */
+static int object_fd(struct cache_object *o)
+{
+	if (o->fd >= 0)
+		return o->fd;
+	o->fd = backing_open(o->id, 1);
+	if (o->fd < 0) {
+		log_limited(LOG_LEVEL_ERROR, "cache: cannot open backing file of object %llu: %s",
+			    (unsigned long long)o->id, strerror(-o->fd));
+		return o->fd;
+	}
+	if (!o->checked) {
+		o->checked = 1;
+		if (extent_set_foreach(&o->valid, range_has_data, &o->fd) != 0)
+			cache_invalidate(o, "backing file lost data");
+	}
+	return o->fd;
+}
+
+int cache_store(struct cache_object *o, uint64_t offset, const void *data, uint32_t len,
+		uint64_t gen_at_start)
+{
+	if (o->gen > gen_at_start)
+		return -ESTALE;
+	if (len == 0)
+		return 0;
+	int fd = object_fd(o);
+	if (fd < 0)
+		return fd;
+	int rc = backing_write(fd, data, len, offset);
+	if (rc != 0) {
+		log_limited(LOG_LEVEL_WARNING, "cache: backing write of object %llu: %s",
+			    (unsigned long long)o->id, strerror(-rc));
+		return rc;
+	}
+	uint64_t before = o->valid.bytes;
+	extent_set_add(&o->valid, offset, offset + len);
+	bytes_changed(before, o->valid.bytes);
+	mark_dirty(o);
+	return 0;
+}
+
+int cache_read_local(struct cache_object *o, uint64_t offset, void *buf, uint32_t len)
+{
+	int fd = object_fd(o);
+
+	if (fd < 0)
+		return -EIO;
+	if (!extent_set_covers(&o->valid, offset, offset + len))
+		return -EIO;   /* the check on opening dropped them */
+	ssize_t n = backing_read(fd, buf, len, offset);
+	if (n != (ssize_t)len) {
+		cache_invalidate(o, "backing file shorter than its valid data");
+		return -EIO;
+	}
+	return 0;
+}
+
+void cache_wait(struct cache_object *o, struct cache_waiter *w)
+{
+	list_add_tail(&o->waiters, &w->link);
+}
+
+void cache_wake(struct cache_object *o)
+{
+	struct list_node woken;
+
+	/* take the list first: a woken call may wait again */
+	list_init(&woken);
+	if (list_empty(&o->waiters))
+		return;
+	woken.next = o->waiters.next;
+	woken.prev = o->waiters.prev;
+	woken.next->prev = &woken;
+	woken.prev->next = &woken;
+	list_init(&o->waiters);
+	while (!list_empty(&woken)) {
+		struct cache_waiter *w = list_entry(woken.next, struct cache_waiter, link);
+		list_del(&w->link);
+		w->wake(w);
+	}
+}
+
+void cache_touch(struct cache_object *o)
+{
+	int64_t now = now_s();
+
+	/* persisted with the next batch; a minute's precision is enough for LRU */
+	if (now - o->last_access_s >= 60) {
+		o->last_access_s = now;
+		mark_dirty(o);
+	} else {
+		o->last_access_s = now;
+	}
+}
+
+/* ---- persistence ---------------------------------------------------- */
+
+struct commit_job {
+	struct index_record *recs;
+	size_t n;
+	int *fds;             /* dup()s of the backing files to sync */
+	size_t nfds;
+	uint64_t *ranges;     /* storage behind every recs[i].ranges */
+};
+
+static int collect_range(uint64_t start, uint64_t end, void *ctx)
+{
+	uint64_t **p = ctx;
+
+	(*p)[0] = start;
+	(*p)[1] = end;
+	*p += 2;
+	return 0;
+}
+
+static void commit_work(void *arg)
+{
+	struct commit_job *job = arg;
+
+	for (size_t i = 0; i < job->nfds; i++) {
+		fdatasync(job->fds[i]);
+		close(job->fds[i]);
+	}
+	index_write(C.index, job->recs, job->n);
+}
+
+static void commit_done(void *arg)
+{
+	struct commit_job *job = arg;
+
+	free(job->recs);
+	free(job->fds);
+	free(job->ranges);
+	free(job);
+	C.commit_running = 0;
+}
+
+/* Snapshot the changed objects and hand them to a worker. */
+static void commit_start(void)
+{
+	struct list_node *pos, *tmp;
+	size_t n = 0, nranges = 0;
+
+	if (C.commit_running || list_empty(&C.dirty))
+		return;
+	list_for_each_safe(pos, tmp, &C.dirty) {
+		struct cache_object *o = list_entry(pos, struct cache_object, dirty_link);
+		n++;
+		nranges += o->valid.count;
+	}
+	struct commit_job *job = calloc(1, sizeof(*job));
+	if (!job)
+		abort();
+	job->recs = calloc(n, sizeof(*job->recs));
+	job->fds = calloc(n, sizeof(*job->fds));
+	job->ranges = calloc(nranges * 2 + 2, sizeof(*job->ranges));
+	if (!job->recs || !job->fds || !job->ranges)
+		abort();
+	uint64_t *rp = job->ranges;
+	list_for_each_safe(pos, tmp, &C.dirty) {
+		struct cache_object *o = list_entry(pos, struct cache_object, dirty_link);
+		struct index_record *r = &job->recs[job->n++];
+		r->id = o->id;
+		r->volume = C.volume;
+		memcpy(r->fh, o->fh, o->fh_len);
+		r->fh_len = o->fh_len;
+		r->size = o->coh.known ? o->coh.size : 0;
+		r->mtime_ns = o->coh.known ? o->coh.mtime_ns : -1;
+		r->ctime_ns = o->coh.known ? o->coh.ctime_ns : -1;
+		r->fileid = o->coh.fileid;
+		r->last_access_s = o->last_access_s;
+		r->ranges = rp;
+		r->nranges = o->valid.count;
+		extent_set_foreach(&o->valid, collect_range, &rp);
+		if (o->fd >= 0 && o->valid.count) {
+			int d = dup(o->fd);
+			if (d >= 0)
+				job->fds[job->nfds++] = d;
+		}
+		o->index_dirty = 0;
+		list_del(&o->dirty_link);
+	}
+	C.commit_running = 1;
+	worker_submit(C.workers, commit_work, commit_done, job);
+}
+
+static void commit_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop;
+	(void)w;
+	(void)revents;
+	commit_start();
+}
+
+static void objects_free(void)
+{
+	for (size_t i = 0; i < C.nbuckets; i++) {
+		struct cache_object *o = C.buckets[i], *next;
+		for (; o; o = next) {
+			next = o->hash_next;
+			if (o->fd >= 0)
+				close(o->fd);
+			extent_set_clear(&o->valid);
+			free(o);
+		}
+	}
+	free(C.buckets);
+	C.buckets = NULL;
+	C.nbuckets = 0;
+}
+
+static int load_one(const struct index_record *r, void *ctx)
+{
+	(void)ctx;
+	if (strcmp(r->volume, C.volume) != 0 || r->fh_len == 0 || r->fh_len > 64)
+		return 0;   /* another upstream's objects stay for their own daemon */
+	struct cache_object *o = object_new(r->id, r->fh, r->fh_len);
+	if (r->mtime_ns != -1) {
+		o->coh.known = 1;
+		o->coh.size = r->size;
+		o->coh.mtime_ns = r->mtime_ns;
+		o->coh.ctime_ns = r->ctime_ns;
+		o->coh.fileid = r->fileid;
+	}
+	o->attr_time = 0;   /* revalidated with a GETATTR on first use */
+	o->last_access_s = r->last_access_s;
+	for (size_t i = 0; i < r->nranges; i++)
+		extent_set_add(&o->valid, r->ranges[2 * i], r->ranges[2 * i + 1]);
+	stats.cache_bytes += o->valid.bytes;
+	return 0;
+}
+
+int cache_init(struct ev_loop *loop, const struct nfsd_config *cfg, const char *volume)
+{
+	char lock_path[4200];
+	int reset = 0, rc;
+
+	memset(&C, 0, sizeof(C));
+	C.loop = loop;
+	C.cfg = cfg;
+	C.next_id = 1;
+	C.lock_fd = -1;
+	list_init(&C.dirty);
+	if ((rc = backing_init(cfg->cache_dir)) != 0)
+		goto fail;
+	/* one daemon per cache directory: another would reset an index it
+	 * finds locked, and the two would write the same backing files */
+	snprintf(lock_path, sizeof(lock_path), "%s/lock", cfg->cache_dir);
+	C.lock_fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (C.lock_fd < 0 || flock(C.lock_fd, LOCK_EX | LOCK_NB) != 0) {
+		rc = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		log_error("cache: %s is in use by another nfscached", cfg->cache_dir);
+		goto fail;
+	}
+	C.index = index_open(cfg->cache_dir, &reset);
+	if (!C.index) {
+		rc = -EIO;
+		goto fail;
+	}
+	C.volume = strdup(volume);
+	table_grow();
+	if (reset)
+		log_warning("cache: index in %s was unusable: starting with an empty cache",
+			    cfg->cache_dir);
+	if (!reset && index_load(C.index, load_one, NULL) != 0)
+		log_warning("cache: index in %s could not be read fully: using what was read",
+			    cfg->cache_dir);
+	uint64_t max_id = index_max_id(C.index);
+	if (max_id >= C.next_id)
+		C.next_id = max_id + 1;
+	C.workers = worker_pool_new(loop, 2);
+	if (!C.workers) {
+		rc = -EAGAIN;
+		goto fail;
+	}
+	ev_timer_init(&C.commit_timer, commit_timer_cb, COMMIT_INTERVAL_S, COMMIT_INTERVAL_S);
+	ev_timer_start(loop, &C.commit_timer);
+	ev_unref(loop);   /* the batch timer alone does not keep the loop running */
+	log_info("cache: %s: %zu objects, %llu bytes", cfg->cache_dir, C.count,
+		 (unsigned long long)stats.cache_bytes);
+	return 0;
+
+fail:
+	objects_free();
+	index_close(C.index);
+	if (C.lock_fd >= 0)
+		close(C.lock_fd);
+	free(C.volume);
+	memset(&C, 0, sizeof(C));
+	stats.cache_objects = stats.cache_bytes = 0;
+	return rc;
+}
+
+void cache_finalise(void)
+{
+	if (!C.workers)
+		return;
+	ev_ref(C.loop);
+	ev_timer_stop(C.loop, &C.commit_timer);
+	/* the last batch: wait for a running one, then write what is left */
+	worker_pool_free(C.workers);
+	C.workers = worker_pool_new(C.loop, 1);
+	C.commit_running = 0;
+	commit_start();
+	worker_pool_free(C.workers);
+	C.workers = NULL;
+	index_close(C.index);
+	objects_free();
+	free(C.volume);
+	close(C.lock_fd);
+	memset(&C, 0, sizeof(C));
+}

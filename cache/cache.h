@@ -1,0 +1,158 @@
+/*
+ * cache.h — cache objects: FS-Cache's cookie, one per regular file, keyed by
+ * (volume, upstream file handle), with the file's valid byte ranges, its
+ * backing file, its coherency data (size, mtime and ctime to the nanosecond,
+ * fileid) and change generation, and per-credential ACCESS results.  The
+ * procedure handlers decide when to fetch and what to answer; this module
+ * keeps the state right and persists it (batched through the worker pool).
+ *
+ * Coherency (DESIGN.md "Coherency"): every attribute reply feeds
+ * cache_attrs_update(); a change not made through nfscached invalidates the
+ * data.  A reply started before a change that completed meanwhile (the
+ * generation moved on) is ignored, never cached.
+ */
+#ifndef NFSCACHED_CACHE_H
+#define NFSCACHED_CACHE_H
+
+#include <ev.h>
+#include <stdint.h>
+
+#include "cache/extent.h"
+#include "daemon/conf.h"
+#include "proto/list.h"
+#include "proto/nfs.h"
+#include "proto/rpc_msg.h"
+
+#define CACHE_OBJECT_MAGIC 0x636f626au   /* "cobj" */
+#define CACHE_ACCESS_SLOTS 4
+
+struct cache_access {
+	uint32_t uid, gid;
+	uint32_t gids_hash;     /* of the supplementary groups */
+	uint32_t granted;       /* ACCESS3_* bits the upstream granted */
+	ev_tstamp time;         /* loop time of the answer; 0 = empty slot */
+};
+
+/* What the cached bytes are a copy of. */
+struct cache_coherency {
+	int known;
+	uint64_t size;
+	int64_t mtime_ns, ctime_ns;
+	uint64_t fileid;
+};
+
+struct cache_object {
+	uint32_t magic;
+	uint64_t id;                     /* names the backing file and the index row */
+	uint8_t fh[64];
+	uint32_t fh_len;
+	struct cache_object *hash_next;
+	struct list_node dirty_link;     /* in the list of objects the index must learn */
+	int index_dirty;
+	fattr3 attrs;                    /* the last attributes the upstream sent */
+	int have_attrs;
+	struct cache_coherency coh;
+	ev_tstamp attr_time;             /* loop time coh was last confirmed */
+	uint64_t gen;                    /* change generation: cache_seq() at its last change */
+	struct extent_set valid;         /* bytes held and right */
+	int fd;                          /* backing file, -1 before first use */
+	int checked;                     /* backing file checked against `valid` */
+	int64_t last_access_s;           /* unix seconds */
+	struct cache_access access[CACHE_ACCESS_SLOTS];
+	struct list_node waiters;        /* struct cache_waiter */
+	int busy;                        /* calls in flight for this object */
+	int getattr_busy;                /* a revalidating GETATTR is in flight */
+	uint64_t next_offset;            /* end of the last READ: sequential access */
+	uint64_t readahead_end;          /* readahead issued up to here */
+};
+
+/* A call waiting for something in flight on an object (a fetch, GETATTR). */
+struct cache_waiter {
+	struct list_node link;
+	void (*wake)(struct cache_waiter *w);
+};
+
+/*
+ * Open the cache under cfg->cache_dir for volume "SERVER:EXPORT": backing
+ * directories, the index (reset when unusable), the objects it holds.
+ * Returns 0 or -errno after logging.  Uses a worker pool of its own for
+ * fdatasync and index commits.
+ */
+int cache_init(struct ev_loop *loop, const struct nfsd_config *cfg, const char *volume);
+
+/* Commit everything to the index and close.  Blocks (shutdown only). */
+void cache_finalise(void);
+
+/* The change sequence now.  A call records it when it is sent; a reply whose
+ * object changed after that (o->gen > the recorded value) is stale.  Used
+ * for every "gen_at_start" below. */
+uint64_t cache_seq(void);
+
+/* The object for a file handle, or NULL. */
+struct cache_object *cache_find(const uint8_t *fh, uint32_t fh_len);
+
+/* The object for a file handle, created (empty, attributes unknown) when
+ * missing.  fh_len must be 1..64. */
+struct cache_object *cache_get(const uint8_t *fh, uint32_t fh_len);
+
+/*
+ * Attributes from an upstream reply for this object.  `gen_at_start` is the
+ * object's generation when the call that brought them was sent: a change
+ * completed since makes them stale, and they are ignored.  A size, mtime,
+ * ctime or fileid different from the coherency data invalidates the data.
+ */
+void cache_attrs_update(struct cache_object *o, const fattr3 *a, uint64_t gen_at_start);
+
+/*
+ * wcc data of a change made through nfscached (WRITE, SETATTR, COMMIT):
+ * pre-op attributes equal to the coherency data mean nobody else changed
+ * the file meanwhile, and the post-op attributes become the new coherency
+ * data without invalidation; otherwise the data is invalidated.  Bumps the
+ * generation.  Returns 1 when the change was explained by our own call.
+ */
+int cache_change_done(struct cache_object *o, const wcc_data *wcc);
+
+/* Drop the object's data (not the object): counted in cache.invalidations. */
+void cache_invalidate(struct cache_object *o, const char *why);
+
+/* Cut the data at `size` bytes (SETATTR of the size), the tail of the last
+ * partial page included. */
+void cache_truncate(struct cache_object *o, uint64_t size);
+
+/* Were the coherency data confirmed within cache.acregmax? */
+int cache_attrs_fresh(const struct cache_object *o);
+
+/* ACCESS results per credential: record what the upstream granted, and ask
+ * whether `bits` were granted to `cred` within cache.acregmax. */
+void cache_access_record(struct cache_object *o, const struct rpc_cred *cred, uint32_t granted);
+int cache_access_granted(const struct cache_object *o, const struct rpc_cred *cred, uint32_t bits);
+
+/*
+ * Data fetched from the upstream (or written through it) for [offset,
+ * offset + len): written to the backing file with one pwrite, then marked
+ * valid — unless the generation moved on since `gen_at_start`.  A failed
+ * write marks nothing.  Returns 0, -ESTALE (dropped: stale), or -errno.
+ */
+int cache_store(struct cache_object *o, uint64_t offset, const void *data, uint32_t len,
+		uint64_t gen_at_start);
+
+/*
+ * Read [offset, offset + len) of valid bytes from the backing file into buf.
+ * Returns 0, or -EIO when the backing file no longer holds them (missing,
+ * truncated, a hole): the object's data is then dropped and must be
+ * fetched again.
+ */
+int cache_read_local(struct cache_object *o, uint64_t offset, void *buf, uint32_t len);
+
+/* Wait for the next cache_wake() of `o`. */
+void cache_wait(struct cache_object *o, struct cache_waiter *w);
+/* Wake every waiter of `o` (each wake() runs once; they may wait again). */
+void cache_wake(struct cache_object *o);
+
+/* Note a use of `o` (for least-recently-used order; persisted in batches). */
+void cache_touch(struct cache_object *o);
+
+/* The volume's configuration. */
+const struct nfsd_config *cache_config(void);
+
+#endif

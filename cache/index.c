@@ -1,0 +1,559 @@
+/*
+ * index.c — the cache index in sqlite: the schema, recovery from an unusable
+ * file, and the handful of prepared statements the cache needs.  It stores
+ * the records it is given and loads them back; deciding what is valid, what
+ * to cull and when to write belongs to the caller.
+ *
+ * sqlite integers are signed 64-bit, so unsigned values (ids, sizes, file
+ * ids, range offsets) are stored in two's complement: values above
+ * INT64_MAX are negative in the file and come back unchanged.
+ */
+#include "config.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "cache/index.h"
+#include "daemon/log.h"
+
+/* Bump on any change to the tables below: an index of another version is reset. */
+#define INDEX_SCHEMA_VERSION 1
+#define INDEX_STR(x) INDEX_STR_(x)
+#define INDEX_STR_(x) #x
+
+/* Kept verbatim: sqlite stores this text, and index_check_schema compares it. */
+#define INDEX_OBJECTS_SQL \
+	"CREATE TABLE objects (id INTEGER PRIMARY KEY, volume TEXT NOT NULL," \
+	" fh BLOB NOT NULL, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL," \
+	" ctime_ns INTEGER NOT NULL, fileid INTEGER NOT NULL," \
+	" last_access INTEGER NOT NULL, UNIQUE (volume, fh))"
+#define INDEX_RANGES_SQL \
+	"CREATE TABLE ranges (object INTEGER NOT NULL, start INTEGER NOT NULL," \
+	" \"end\" INTEGER NOT NULL, PRIMARY KEY (object, start)) WITHOUT ROWID"
+
+enum index_stmt {
+	ST_BEGIN,
+	ST_COMMIT,
+	ST_ROLLBACK,
+	ST_DELETE_RANGES,
+	ST_DELETE_OBJECT,
+	ST_UPSERT_OBJECT,
+	ST_INSERT_RANGE,
+	ST_LOAD_OBJECTS,
+	ST_LOAD_RANGES,
+	ST_MAX_ID,
+	ST_TABLE_SQL,
+	ST_COUNT
+};
+
+static const struct {
+	const char *name;   /* for log lines */
+	const char *sql;
+} index_stmts[ST_COUNT] = {
+	[ST_BEGIN] = { "begin", "BEGIN IMMEDIATE" },
+	[ST_COMMIT] = { "commit", "COMMIT" },
+	[ST_ROLLBACK] = { "rollback", "ROLLBACK" },
+	[ST_DELETE_RANGES] = { "delete ranges", "DELETE FROM ranges WHERE object = ?1" },
+	[ST_DELETE_OBJECT] = { "delete object", "DELETE FROM objects WHERE id = ?1" },
+	/*
+	 * An upsert on the id rather than INSERT OR REPLACE: REPLACE would
+	 * silently drop another object holding the same (volume, fh) and
+	 * orphan its backing file; here that is an error and a rollback.
+	 */
+	[ST_UPSERT_OBJECT] = { "upsert object",
+		"INSERT INTO objects (id, volume, fh, size, mtime_ns, ctime_ns, fileid, last_access)"
+		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT (id) DO UPDATE SET"
+		" volume = excluded.volume, fh = excluded.fh, size = excluded.size,"
+		" mtime_ns = excluded.mtime_ns, ctime_ns = excluded.ctime_ns,"
+		" fileid = excluded.fileid, last_access = excluded.last_access" },
+	[ST_INSERT_RANGE] = { "insert range",
+		"INSERT INTO ranges (object, start, \"end\") VALUES (?1, ?2, ?3)" },
+	[ST_LOAD_OBJECTS] = { "load objects",
+		"SELECT id, volume, fh, size, mtime_ns, ctime_ns, fileid, last_access"
+		" FROM objects WHERE id BETWEEN ?1 AND ?2 ORDER BY id" },
+	[ST_LOAD_RANGES] = { "load ranges",
+		"SELECT object, start, \"end\" FROM ranges"
+		" WHERE object BETWEEN ?1 AND ?2 ORDER BY object, start" },
+	/* Stored ids below zero are the largest unsigned ones. */
+	[ST_MAX_ID] = { "max id",
+		"SELECT coalesce((SELECT max(id) FROM objects WHERE id < 0),"
+		" (SELECT max(id) FROM objects), 0)" },
+	[ST_TABLE_SQL] = { "schema",
+		"SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?1" },
+};
+
+/* index_load walks ids in unsigned order: the stored ids >= 0, then those < 0. */
+static const int64_t index_load_bounds[2][2] = {
+	{ 0, INT64_MAX },
+	{ INT64_MIN, -1 },
+};
+
+struct cache_index {
+	sqlite3 *db;
+	char *path;                       /* DIR/index.sqlite, for log lines */
+	sqlite3_stmt *st[ST_COUNT];       /* prepared once, reset after every use */
+	uint64_t *ranges;                 /* index_load: pairs of the current object */
+	size_t ranges_cap;                /* pairs allocated in `ranges` */
+};
+
+/* Two's complement without the implementation-defined unsigned-to-signed cast. */
+static int64_t u64_to_db(uint64_t v)
+{
+	if (v <= INT64_MAX)
+		return (int64_t)v;
+	return -(int64_t)(UINT64_MAX - v) - 1;
+}
+
+static uint64_t u64_from_db(int64_t v)
+{
+	return (uint64_t)v;   /* modulo 2^64: well defined */
+}
+
+static void index_log_sqlite(const struct cache_index *ix, const char *what)
+{
+	log_error("index: %s: %s: %s", ix->path, what, sqlite3_errmsg(ix->db));
+}
+
+/* Run a statement that returns no rows.  0, or -EIO after logging. */
+static int index_step_done(struct cache_index *ix, enum index_stmt s)
+{
+	sqlite3_stmt *st = ix->st[s];
+	int rc = sqlite3_step(st);
+
+	if (rc != SQLITE_DONE)
+		index_log_sqlite(ix, index_stmts[s].name);
+	sqlite3_reset(st);
+	return rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+/* First column of the first row of `sql` as text into buf.  0 or -EIO. */
+static int index_query_text(struct cache_index *ix, const char *sql, char *buf, size_t len)
+{
+	sqlite3_stmt *st = NULL;
+	int ret = -EIO;
+
+	if (sqlite3_prepare_v2(ix->db, sql, -1, &st, NULL) == SQLITE_OK &&
+	    sqlite3_step(st) == SQLITE_ROW) {
+		const unsigned char *text = sqlite3_column_text(st, 0);
+		snprintf(buf, len, "%s", text ? (const char *)text : "");
+		ret = 0;
+	}
+	if (ret < 0)   /* only used while opening, where a failure means a reset */
+		log_warning("index: %s: %s: %s", ix->path, sql, sqlite3_errmsg(ix->db));
+	sqlite3_finalize(st);
+	return ret;
+}
+
+/*
+ * WAL with synchronous=NORMAL: a commit appends to the WAL and syncs nothing;
+ * only checkpoints sync.  A power cut can lose the last commits but never
+ * leaves the file inconsistent, and a lost commit only forgets ranges, which
+ * then count as invalid: the safe direction.
+ */
+static int index_configure(struct cache_index *ix)
+{
+	char mode[16];
+
+	if (index_query_text(ix, "PRAGMA journal_mode = WAL", mode, sizeof(mode)) < 0)
+		return -EIO;
+	if (strcmp(mode, "wal") != 0) {
+		log_warning("index: %s: journal mode is %s, not wal", ix->path, mode);
+		return -EIO;
+	}
+	if (sqlite3_exec(ix->db, "PRAGMA synchronous = NORMAL", NULL, NULL, NULL) != SQLITE_OK) {
+		log_warning("index: %s: synchronous: %s", ix->path, sqlite3_errmsg(ix->db));
+		return -EIO;
+	}
+	return 0;
+}
+
+static int index_create_schema(struct cache_index *ix)
+{
+	static const char sql[] = "BEGIN; " INDEX_OBJECTS_SQL "; " INDEX_RANGES_SQL
+		"; PRAGMA user_version = " INDEX_STR(INDEX_SCHEMA_VERSION) "; COMMIT";
+
+	/* On failure the open transaction dies with the connection. */
+	if (sqlite3_exec(ix->db, sql, NULL, NULL, NULL) != SQLITE_OK) {
+		index_log_sqlite(ix, "create schema");
+		return -EIO;
+	}
+	return 0;
+}
+
+/* 0 when table `name` was created by exactly `want`. */
+static int index_check_table(struct cache_index *ix, const char *name, const char *want)
+{
+	sqlite3_stmt *st = ix->st[ST_TABLE_SQL];
+	const unsigned char *sql;
+	int ret = -EIO;
+
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		sql = sqlite3_column_text(st, 0);
+		if (sql && strcmp((const char *)sql, want) == 0)
+			ret = 0;
+	}
+	sqlite3_reset(st);
+	if (ret < 0)
+		log_warning("index: %s: table %s missing or different", ix->path, name);
+	return ret;
+}
+
+/*
+ * Integrity and schema: quick_check must pass, and the file must either be
+ * empty (then the schema is created) or hold exactly our tables at our
+ * version.  0, or -EIO after logging.
+ */
+static int index_check(struct cache_index *ix)
+{
+	char buf[256];
+	long version;
+
+	if (index_query_text(ix, "PRAGMA quick_check", buf, sizeof(buf)) < 0)
+		return -EIO;
+	if (strcmp(buf, "ok") != 0) {
+		for (char *p = buf; (p = strchr(p, '\n')); )
+			*p = ' ';   /* one log line */
+		log_warning("index: %s: quick_check: %s", ix->path, buf);
+		return -EIO;
+	}
+	if (index_query_text(ix, "PRAGMA user_version", buf, sizeof(buf)) < 0)
+		return -EIO;
+	version = strtol(buf, NULL, 10);
+	if (version == 0 &&
+	    index_query_text(ix, "SELECT count(*) FROM sqlite_master", buf, sizeof(buf)) == 0 &&
+	    strcmp(buf, "0") == 0)
+		return index_create_schema(ix);
+	if (version != INDEX_SCHEMA_VERSION) {
+		log_warning("index: %s: schema version %ld, expected %d", ix->path, version,
+			    INDEX_SCHEMA_VERSION);
+		return -EIO;
+	}
+	return 0;
+}
+
+/* Also the last part of the schema check: every statement must compile. */
+static int index_prepare(struct cache_index *ix)
+{
+	for (int s = 0; s < ST_COUNT; s++) {
+		if (sqlite3_prepare_v3(ix->db, index_stmts[s].sql, -1, SQLITE_PREPARE_PERSISTENT,
+				       &ix->st[s], NULL) != SQLITE_OK) {
+			log_warning("index: %s: %s: %s", ix->path, index_stmts[s].name,
+				    sqlite3_errmsg(ix->db));
+			return -EIO;
+		}
+	}
+	return 0;
+}
+
+void index_close(struct cache_index *ix)
+{
+	if (!ix)
+		return;
+	for (int s = 0; s < ST_COUNT; s++)
+		sqlite3_finalize(ix->st[s]);
+	/* Every statement is finalized, so this cannot be SQLITE_BUSY. */
+	if (sqlite3_close(ix->db) != SQLITE_OK)
+		log_error("index: %s: close: %s", ix->path, sqlite3_errmsg(ix->db));
+	free(ix->ranges);
+	free(ix->path);
+	free(ix);
+}
+
+/* Returns NULL, after logging why, when `path` is not a usable index. */
+static struct cache_index *index_try_open(const char *path)
+{
+	struct cache_index *ix = calloc(1, sizeof(*ix));
+	int rc;
+
+	if (!ix || !(ix->path = strdup(path)))
+		abort();
+	/* One thread at a time (index.h), so sqlite's own mutexes are not needed. */
+	rc = sqlite3_open_v2(path, &ix->db,
+			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+	if (rc != SQLITE_OK) {
+		log_warning("index: %s: open: %s", path,
+			    ix->db ? sqlite3_errmsg(ix->db) : sqlite3_errstr(rc));
+		index_close(ix);
+		return NULL;
+	}
+	if (index_configure(ix) < 0 || index_check(ix) < 0 || index_prepare(ix) < 0 ||
+	    index_check_table(ix, "objects", INDEX_OBJECTS_SQL) < 0 ||
+	    index_check_table(ix, "ranges", INDEX_RANGES_SQL) < 0) {
+		index_close(ix);
+		return NULL;
+	}
+	return ix;
+}
+
+/* Remove the database and its WAL and shared-memory files, if present. */
+static void index_remove_files(const char *path)
+{
+	static const char *const suffixes[] = { "", "-wal", "-shm" };
+	char name[4096];
+
+	for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
+		snprintf(name, sizeof(name), "%s%s", path, suffixes[i]);
+		if (unlink(name) < 0 && errno != ENOENT)
+			log_error("index: unlink %s: %s", name, strerror(errno));
+	}
+}
+
+struct cache_index *index_open(const char *dir, int *was_reset)
+{
+	struct cache_index *ix;
+	char path[4096];
+
+	*was_reset = 0;
+	if ((size_t)snprintf(path, sizeof(path), "%s/index.sqlite", dir) >= sizeof(path)) {
+		log_error("index: %s: directory name too long", dir);
+		return NULL;
+	}
+	ix = index_try_open(path);
+	if (ix)
+		return ix;
+	log_warning("index: %s unusable, starting with an empty cache", path);
+	index_remove_files(path);
+	*was_reset = 1;
+	ix = index_try_open(path);
+	if (!ix)
+		log_error("index: %s: cannot create a fresh index", path);
+	return ix;
+}
+
+/* Fill rec from the current row of ST_LOAD_OBJECTS (ranges excepted). */
+static int index_row_to_record(struct cache_index *ix, sqlite3_stmt *st,
+			       struct index_record *rec)
+{
+	const void *fh = sqlite3_column_blob(st, 2);
+	int fh_len = sqlite3_column_bytes(st, 2);
+
+	memset(rec, 0, sizeof(*rec));
+	rec->id = u64_from_db(sqlite3_column_int64(st, 0));
+	rec->volume = (const char *)sqlite3_column_text(st, 1);
+	if (!rec->volume || !fh || fh_len < 1 || fh_len > INDEX_FH_MAX) {
+		log_error("index: %s: object %" PRIu64 ": bad volume or file handle", ix->path,
+			  rec->id);
+		return -EIO;
+	}
+	memcpy(rec->fh, fh, (size_t)fh_len);
+	rec->fh_len = (uint32_t)fh_len;
+	rec->size = u64_from_db(sqlite3_column_int64(st, 3));
+	rec->mtime_ns = sqlite3_column_int64(st, 4);
+	rec->ctime_ns = sqlite3_column_int64(st, 5);
+	rec->fileid = u64_from_db(sqlite3_column_int64(st, 6));
+	rec->last_access_s = sqlite3_column_int64(st, 7);
+	return 0;
+}
+
+static void index_ranges_append(struct cache_index *ix, size_t n, int64_t start, int64_t end)
+{
+	if (n == ix->ranges_cap) {
+		ix->ranges_cap = ix->ranges_cap ? 2 * ix->ranges_cap : 64;
+		ix->ranges = realloc(ix->ranges, ix->ranges_cap * 2 * sizeof(*ix->ranges));
+		if (!ix->ranges)
+			abort();
+	}
+	ix->ranges[2 * n] = u64_from_db(start);
+	ix->ranges[2 * n + 1] = u64_from_db(end);
+}
+
+static void index_ranges_reverse(uint64_t *pairs, size_t n)
+{
+	if (n < 2)
+		return;
+	for (size_t i = 0, j = n - 1; i < j; i++, j--) {
+		uint64_t start = pairs[2 * i], end = pairs[2 * i + 1];
+
+		pairs[2 * i] = pairs[2 * j];
+		pairs[2 * i + 1] = pairs[2 * j + 1];
+		pairs[2 * j] = start;
+		pairs[2 * j + 1] = end;
+	}
+}
+
+/*
+ * The cursor returns an object's ranges in signed order of the stored
+ * start, which puts starts above INT64_MAX first: rotate them to the end so
+ * the caller sees ascending unsigned starts.
+ */
+static void index_ranges_unsigned_order(uint64_t *pairs, size_t n)
+{
+	size_t high = 0;
+
+	while (high < n && pairs[2 * high] > INT64_MAX)
+		high++;
+	if (high == 0 || high == n)
+		return;
+	index_ranges_reverse(pairs, n);
+	index_ranges_reverse(pairs, n - high);
+	index_ranges_reverse(pairs + 2 * (n - high), high);
+}
+
+/*
+ * Advance the ranges cursor (last step result `rc`) past the rows of object
+ * `id`, collecting them into ix->ranges.  Both cursors run in the same id
+ * order, so rows of ids below `id` belong to no object and are skipped.
+ * Returns the last step result.
+ */
+static int index_collect_ranges(struct cache_index *ix, int rc, int64_t id, size_t *npairs)
+{
+	sqlite3_stmt *st = ix->st[ST_LOAD_RANGES];
+	int64_t object;
+
+	*npairs = 0;
+	for (; rc == SQLITE_ROW; rc = sqlite3_step(st)) {
+		object = sqlite3_column_int64(st, 0);
+		if (object > id)
+			break;
+		if (object == id) {
+			index_ranges_append(ix, *npairs, sqlite3_column_int64(st, 1),
+					    sqlite3_column_int64(st, 2));
+			(*npairs)++;
+		}
+	}
+	index_ranges_unsigned_order(ix->ranges, *npairs);
+	return rc;
+}
+
+/* index_load over the stored ids in [lo, hi]: objects and ranges merged. */
+static int index_load_span(struct cache_index *ix, int64_t lo, int64_t hi,
+			   int (*fn)(const struct index_record *rec, void *ctx), void *ctx)
+{
+	sqlite3_stmt *obj = ix->st[ST_LOAD_OBJECTS], *rng = ix->st[ST_LOAD_RANGES];
+	struct index_record rec;
+	int orc, rrc, ret;
+
+	sqlite3_reset(obj);   /* a cursor must be reset before it can be rebound */
+	sqlite3_reset(rng);
+	sqlite3_bind_int64(obj, 1, lo);
+	sqlite3_bind_int64(obj, 2, hi);
+	sqlite3_bind_int64(rng, 1, lo);
+	sqlite3_bind_int64(rng, 2, hi);
+	rrc = sqlite3_step(rng);
+	while ((orc = sqlite3_step(obj)) == SQLITE_ROW) {
+		if (index_row_to_record(ix, obj, &rec) < 0)
+			return -EIO;
+		rrc = index_collect_ranges(ix, rrc, u64_to_db(rec.id), &rec.nranges);
+		if (rrc != SQLITE_ROW && rrc != SQLITE_DONE)
+			break;
+		rec.ranges = ix->ranges;
+		ret = fn(&rec, ctx);
+		if (ret)
+			return ret;
+	}
+	if (orc == SQLITE_DONE && (rrc == SQLITE_ROW || rrc == SQLITE_DONE))
+		return 0;
+	index_log_sqlite(ix, "load");
+	return -EIO;
+}
+
+int index_load(struct cache_index *ix, int (*fn)(const struct index_record *rec, void *ctx),
+	       void *ctx)
+{
+	int ret = 0;
+
+	for (int i = 0; i < 2 && ret == 0; i++)
+		ret = index_load_span(ix, index_load_bounds[i][0], index_load_bounds[i][1], fn, ctx);
+	/* Reset so that no read transaction stays open behind the cursors. */
+	sqlite3_reset(ix->st[ST_LOAD_OBJECTS]);
+	sqlite3_reset(ix->st[ST_LOAD_RANGES]);
+	return ret;
+}
+
+uint64_t index_max_id(struct cache_index *ix)
+{
+	sqlite3_stmt *st = ix->st[ST_MAX_ID];
+	uint64_t id = 0;
+
+	if (sqlite3_step(st) == SQLITE_ROW)
+		id = u64_from_db(sqlite3_column_int64(st, 0));
+	else
+		index_log_sqlite(ix, index_stmts[ST_MAX_ID].name);
+	sqlite3_reset(st);
+	return id;
+}
+
+static int index_write_ranges(struct cache_index *ix, const struct index_record *rec)
+{
+	sqlite3_stmt *st = ix->st[ST_INSERT_RANGE];
+
+	for (size_t i = 0; i < rec->nranges; i++) {
+		sqlite3_bind_int64(st, 1, u64_to_db(rec->id));
+		sqlite3_bind_int64(st, 2, u64_to_db(rec->ranges[2 * i]));
+		sqlite3_bind_int64(st, 3, u64_to_db(rec->ranges[2 * i + 1]));
+		if (index_step_done(ix, ST_INSERT_RANGE) < 0)
+			return -EIO;
+	}
+	return 0;
+}
+
+static int index_write_object(struct cache_index *ix, const struct index_record *rec)
+{
+	sqlite3_stmt *st = ix->st[ST_UPSERT_OBJECT];
+
+	assert(rec->volume && rec->fh_len >= 1 && rec->fh_len <= INDEX_FH_MAX);
+	assert(rec->nranges == 0 || rec->ranges);
+	/* SQLITE_STATIC: the step below is done before the caller's memory goes. */
+	sqlite3_bind_int64(st, 1, u64_to_db(rec->id));
+	sqlite3_bind_text(st, 2, rec->volume, -1, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 3, rec->fh, (int)rec->fh_len, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, u64_to_db(rec->size));
+	sqlite3_bind_int64(st, 5, rec->mtime_ns);
+	sqlite3_bind_int64(st, 6, rec->ctime_ns);
+	sqlite3_bind_int64(st, 7, u64_to_db(rec->fileid));
+	sqlite3_bind_int64(st, 8, rec->last_access_s);
+	if (index_step_done(ix, ST_UPSERT_OBJECT) < 0)
+		return -EIO;
+	return index_write_ranges(ix, rec);
+}
+
+/* Replace or remove one record: its old ranges always go first. */
+static int index_write_one(struct cache_index *ix, const struct index_record *rec)
+{
+	int64_t id = u64_to_db(rec->id);
+
+	assert(rec->id > 0);
+	sqlite3_bind_int64(ix->st[ST_DELETE_RANGES], 1, id);
+	if (index_step_done(ix, ST_DELETE_RANGES) < 0)
+		return -EIO;
+	if (!rec->deleted)
+		return index_write_object(ix, rec);
+	sqlite3_bind_int64(ix->st[ST_DELETE_OBJECT], 1, id);
+	return index_step_done(ix, ST_DELETE_OBJECT);
+}
+
+int index_write(struct cache_index *ix, const struct index_record *recs, size_t n)
+{
+	int ret = index_step_done(ix, ST_BEGIN);
+
+	for (size_t i = 0; ret == 0 && i < n; i++)
+		ret = index_write_one(ix, &recs[i]);
+	if (ret == 0)
+		ret = index_step_done(ix, ST_COMMIT);
+	/* A failed COMMIT may leave the transaction open (SQLITE_BUSY), or not. */
+	if (ret < 0 && !sqlite3_get_autocommit(ix->db))
+		index_step_done(ix, ST_ROLLBACK);
+	return ret;
+}
+
+/*
+ * TRUNCATE: this connection is the only one, so there are no readers to wait
+ * for, and the WAL file shrinks back instead of staying at its largest.
+ */
+int index_checkpoint(struct cache_index *ix)
+{
+	if (sqlite3_wal_checkpoint_v2(ix->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL) !=
+	    SQLITE_OK) {
+		index_log_sqlite(ix, "checkpoint");
+		return -EIO;
+	}
+	return 0;
+}

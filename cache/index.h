@@ -1,0 +1,73 @@
+/*
+ * index.h — the sqlite index of the cache (WAL journal, prepared statements):
+ * one row per cache object with its key (volume, file handle), coherency
+ * data and last access, and one row per valid byte range.  The loop thread
+ * keeps the authoritative state in memory and hands the index batches of
+ * records to write in one transaction on a worker thread (never one
+ * transaction per READ); at start-up the loop thread loads everything back.
+ *
+ * Only one thread uses a cache_index at a time: the loop thread for
+ * index_open/index_load/index_close, one worker job at a time for
+ * index_write/index_checkpoint.
+ */
+#ifndef NFSCACHED_INDEX_H
+#define NFSCACHED_INDEX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define INDEX_FH_MAX 64
+
+/* One object as stored.  For index_write the memory is the caller's. */
+struct index_record {
+	uint64_t id;                   /* > 0, chosen by the caller, names the backing file */
+	const char *volume;            /* "SERVER:EXPORT" of the upstream it came from */
+	uint8_t fh[INDEX_FH_MAX];      /* upstream file handle */
+	uint32_t fh_len;               /* bytes, 1..64 */
+	uint64_t size;                 /* coherency: file size, bytes */
+	int64_t mtime_ns, ctime_ns;    /* coherency: nanoseconds since the epoch */
+	uint64_t fileid;               /* coherency */
+	int64_t last_access_s;         /* unix seconds, for least-recently-used culling */
+	const uint64_t *ranges;        /* nranges pairs (start, end): valid bytes */
+	size_t nranges;
+	int deleted;                   /* index_write: remove the object and its ranges */
+};
+
+struct cache_index;
+
+/*
+ * Open DIR/index.sqlite, creating it (and its schema) when missing.  A file
+ * that is not a usable index (corrupt, wrong schema version, unreadable) is
+ * removed and a fresh one created: *was_reset is set to 1 then (else 0) and
+ * the caller must drop every backing file.  Returns NULL, after logging,
+ * only when not even a fresh index can be created (DIR not writable).
+ */
+struct cache_index *index_open(const char *dir, int *was_reset);
+
+/* Close; index_close(NULL) is a no-op. */
+void index_close(struct cache_index *ix);
+
+/*
+ * Call fn(rec, ctx) for every stored object with its ranges (rec is valid
+ * during the call only).  A nonzero return from fn stops the load and is
+ * returned.  Returns 0, or -EIO after logging when the index cannot be read
+ * (the caller then resets the cache).
+ */
+int index_load(struct cache_index *ix, int (*fn)(const struct index_record *rec, void *ctx),
+	       void *ctx);
+
+/* Highest id stored (0 when empty): new objects take ids above it. */
+uint64_t index_max_id(struct cache_index *ix);
+
+/*
+ * Write `n` records in one transaction: each replaces the stored object of
+ * the same id and all its ranges, or removes them (deleted).  Blocks on the
+ * disk: call from a worker thread.  Returns 0, or -EIO after logging (the
+ * transaction is rolled back; nothing of it is stored).
+ */
+int index_write(struct cache_index *ix, const struct index_record *recs, size_t n);
+
+/* Checkpoint the WAL into the database file (worker thread).  0 or -EIO. */
+int index_checkpoint(struct cache_index *ix);
+
+#endif

@@ -1,0 +1,380 @@
+/*
+ * nfs_read.c — READ through the cache (DESIGN.md "Read cache").
+ *
+ * A READ is served from the backing file when every requested byte below
+ * EOF is valid — in wholly uptodate pages (cache.read.hits) or partially
+ * uptodate ones (cache.read.partial_hits, unless cache.partial_pages = no) —
+ * to a credential the upstream granted read access, while the attributes
+ * are fresh (else one GETATTR first).  Otherwise the page-aligned span is
+ * fetched with the caller's credential (plus readahead on sequential access,
+ * several READs in flight), stored with one pwrite, and the client answered
+ * from the fetched buffer.  Misses on a range already being fetched wait for
+ * that fetch instead of sending another.
+ */
+#include "config.h"
+
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache/cache.h"
+#include "daemon/call.h"
+#include "daemon/handlers.h"
+#include "daemon/log.h"
+#include "daemon/nfsd.h"
+#include "daemon/stats.h"
+#include "daemon/upstream.h"
+
+#define ACCESS3_READ_BIT 0x0001
+#define READAHEAD_MAX_FETCHES 8     /* readahead READs in flight per object */
+
+struct read_op {
+	struct nfsd_call *call;
+	struct cache_object *o;
+	struct cache_waiter waiter;
+	uint64_t seq;                   /* cache_seq() when the current step was sent */
+	union {
+		GETATTR3args getattr;
+		ACCESS3args access;
+	} args;
+};
+
+/* One READ sent upstream for [start, start + len) of an object. */
+struct fetch {
+	struct list_node link;          /* in fetches */
+	struct cache_object *o;
+	uint64_t start;
+	uint32_t len;
+	uint64_t seq;
+	READ3args args;
+	struct read_op *op;             /* the client READ it answers, or NULL (readahead) */
+	struct rpc_cred cred;
+};
+
+static struct list_node fetches = LIST_INIT(fetches);
+static unsigned readahead_in_flight;
+
+static void read_try(struct read_op *op);
+
+static const struct proc_desc *nfs3_desc(uint32_t proc)
+{
+	enum proc_lookup_status why;
+	uint32_t lo, hi;
+
+	return proc_lookup(NFS3_PROGRAM, NFS3_VERSION, proc, &why, &lo, &hi);
+}
+
+static void op_free(struct read_op *op)
+{
+	op->o->busy--;
+	free(op);
+}
+
+static void op_wake(struct cache_waiter *w)
+{
+	read_try((struct read_op *)(void *)((char *)w - offsetof(struct read_op, waiter)));
+}
+
+/* Pass the READ through unchanged (the upstream has the last word). */
+static void read_forward(struct read_op *op)
+{
+	struct nfsd_call *call = op->call;
+
+	op_free(op);
+	nfsd_forward_with(call, NULL);
+}
+
+static int fetch_overlaps(const struct cache_object *o, uint64_t start, uint64_t end)
+{
+	struct list_node *pos;
+
+	for (pos = fetches.next; pos != &fetches; pos = pos->next) {
+		struct fetch *f = list_entry(pos, struct fetch, link);
+		if (f->o == o && f->start < end && start < f->start + f->len)
+			return 1;
+	}
+	return 0;
+}
+
+static void reply_from(struct read_op *op, READ3res *res)
+{
+	struct nfsd_call *call = op->call;
+
+	op_free(op);
+	call_reply(call, res);
+}
+
+/* ---- answering from the cache ---------------------------------------- */
+
+static int pages_uptodate(const struct cache_object *o, uint64_t start, uint64_t end)
+{
+	uint64_t pg = cache_config()->cache_page_size;
+
+	for (uint64_t p = start / pg; p * pg < end; p++)
+		if (!extent_set_page_uptodate(&o->valid, p, pg, o->coh.size))
+			return 0;
+	return 1;
+}
+
+/* 1 when answered, 0 when the bytes are not all here. */
+static int serve_local(struct read_op *op)
+{
+	READ3args *a = op->call->args;
+	struct cache_object *o = op->o;
+	uint64_t size = o->coh.size;
+	uint64_t start = a->offset, end = a->offset + a->count;
+
+	if (end > size)
+		end = size;
+	if (start > end)
+		start = end;
+	if (!extent_set_covers(&o->valid, start, end))
+		return 0;
+	int whole = pages_uptodate(o, start, end);
+	if (!whole && !cache_config()->cache_partial_pages)
+		return 0;
+	uint32_t n = (uint32_t)(end - start);
+	char *buf = malloc(n ? n : 1);
+	if (!buf)
+		abort();
+	if (n && cache_read_local(o, start, buf, n) != 0) {
+		free(buf);
+		return 0;   /* lost behind our back: fetched again */
+	}
+	READ3res res;
+	memset(&res, 0, sizeof(res));
+	res.status = NFS3_OK;
+	res.READ3res_u.resok.file_attributes.attributes_follow = 1;
+	res.READ3res_u.resok.file_attributes.post_op_attr_u.attributes = o->attrs;
+	res.READ3res_u.resok.count = n;
+	res.READ3res_u.resok.eof = end >= size;
+	res.READ3res_u.resok.data.data_len = n;
+	res.READ3res_u.resok.data.data_val = buf;
+	if (whole)
+		stats.cache_read_hits++;
+	else
+		stats.cache_read_partial_hits++;
+	stats.cache_read_bytes_local += n;
+	cache_touch(o);
+	reply_from(op, &res);
+	free(buf);
+	return 1;
+}
+
+/* ---- fetching -------------------------------------------------------- */
+
+static void fetch_done(void *priv, enum upstream_status st, void *res);
+
+static void fetch_start(struct cache_object *o, uint64_t start, uint32_t len,
+			const struct rpc_cred *cred, struct read_op *op)
+{
+	struct fetch *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		abort();
+	f->o = o;
+	f->start = start;
+	f->len = len;
+	f->seq = cache_seq();
+	f->op = op;
+	f->cred = *cred;
+	f->args.file.data.data_len = o->fh_len;
+	f->args.file.data.data_val = (char *)o->fh;
+	f->args.offset = start;
+	f->args.count = len;
+	list_add_tail(&fetches, &f->link);
+	o->busy++;
+	if (!op)
+		readahead_in_flight++;
+	upstream_call(nfsd.upstream, nfs3_desc(NFS3PROC_READ), &f->args, cred, fetch_done, f);
+}
+
+/* Sequential access: keep up to cache.readahead bytes past `from` fetched. */
+static void readahead(struct cache_object *o, uint64_t from, const struct rpc_cred *cred)
+{
+	uint64_t limit = from + cache_config()->cache_readahead;
+	uint64_t pg = cache_config()->cache_page_size;
+
+	if (o->coh.known && limit > (o->coh.size + pg - 1) / pg * pg)
+		limit = (o->coh.size + pg - 1) / pg * pg;
+	if (o->readahead_end < from)
+		o->readahead_end = from;
+	while (o->readahead_end < limit && readahead_in_flight < READAHEAD_MAX_FETCHES) {
+		uint64_t s = o->readahead_end, e = s + nfsd.max_payload;
+		if (e > limit)
+			e = limit;
+		o->readahead_end = e;
+		uint64_t gs, ge;
+		if (!extent_set_first_gap(&o->valid, s, e, &gs, &ge) || fetch_overlaps(o, s, e))
+			continue;
+		fetch_start(o, s, (uint32_t)(e - s), cred, NULL);
+	}
+}
+
+/* Answer the client whose miss started the fetch, from the fetched bytes. */
+static void answer_from_fetch(struct read_op *op, const struct fetch *f, READ3res *up)
+{
+	READ3args *a = op->call->args;
+	READ3resok *ok = &up->READ3res_u.resok;
+	uint64_t got_end = f->start + ok->count;
+	uint64_t start = a->offset, end = a->offset + a->count;
+	READ3res res = *up;
+
+	if (end > got_end)
+		end = got_end;
+	if (start > end)
+		start = end;
+	res.READ3res_u.resok.count = (uint32_t)(end - start);
+	res.READ3res_u.resok.data.data_len = (uint32_t)(end - start);
+	res.READ3res_u.resok.data.data_val = ok->data.data_val + (start - f->start);
+	/* EOF only when the client's range reaches the end the upstream saw */
+	res.READ3res_u.resok.eof = ok->eof && end == got_end;
+	reply_from(op, &res);
+}
+
+static void fetch_done(void *priv, enum upstream_status st, void *res)
+{
+	struct fetch *f = priv;
+	struct cache_object *o = f->o;
+	READ3res *r = res;
+
+	list_del(&f->link);
+	o->busy--;
+	if (!f->op)
+		readahead_in_flight--;
+	if (st == UPSTREAM_OK && r->status == NFS3_OK) {
+		READ3resok *ok = &r->READ3res_u.resok;
+		if (ok->file_attributes.attributes_follow)
+			cache_attrs_update(o, &ok->file_attributes.post_op_attr_u.attributes, f->seq);
+		uint32_t n = ok->count <= ok->data.data_len ? ok->count : ok->data.data_len;
+		stats.cache_read_bytes_upstream += n;
+		cache_store(o, f->start, ok->data.data_val, n, f->seq);
+		cache_access_record(o, &f->cred, ACCESS3_READ_BIT);
+	}
+	if (f->op) {
+		struct read_op *op = f->op;
+		struct nfsd_call *call = op->call;
+		if (st == UPSTREAM_OK && r->status == NFS3_OK) {
+			answer_from_fetch(op, f, r);
+		} else if (st == UPSTREAM_OK) {
+			reply_from(op, r);   /* the upstream's error, as it gave it */
+		} else {
+			op_free(op);
+			if (st == UPSTREAM_TIMEOUT)
+				call_reply_jukebox(call);
+			else if (st == UPSTREAM_DENIED)
+				call_reply_auth_error(call, RPC_AUTH_BADCRED);
+			else
+				call_reply_rpc_error(call, RPC_SYSTEM_ERR);
+		}
+	}
+	free(f);
+	cache_wake(o);
+}
+
+/* ---- revalidation ---------------------------------------------------- */
+
+static void getattr_done(void *priv, enum upstream_status st, void *res)
+{
+	struct read_op *op = priv;
+	GETATTR3res *r = res;
+
+	op->o->getattr_busy = 0;
+	if (st == UPSTREAM_OK && r->status == NFS3_OK) {
+		cache_attrs_update(op->o, &r->GETATTR3res_u.resok.obj_attributes, op->seq);
+		struct cache_object *o = op->o;
+		read_try(op);
+		cache_wake(o);
+		return;
+	}
+	cache_wake(op->o);
+	read_forward(op);   /* stale handle, no answer...: the upstream decides */
+}
+
+static void access_done(void *priv, enum upstream_status st, void *res)
+{
+	struct read_op *op = priv;
+	ACCESS3res *r = res;
+
+	if (st == UPSTREAM_OK && r->status == NFS3_OK) {
+		cache_access_record(op->o, &op->call->cred, r->ACCESS3res_u.resok.access);
+		if (r->ACCESS3res_u.resok.obj_attributes.attributes_follow)
+			cache_attrs_update(op->o, &r->ACCESS3res_u.resok.obj_attributes.post_op_attr_u.attributes,
+					   op->seq);
+		if (cache_access_granted(op->o, &op->call->cred, ACCESS3_READ_BIT)) {
+			read_try(op);
+			return;
+		}
+	}
+	read_forward(op);   /* not granted: the upstream gives the error */
+}
+
+static void read_try(struct read_op *op)
+{
+	struct cache_object *o = op->o;
+	READ3args *a = op->call->args;
+	const struct rpc_cred *cred = &op->call->cred;
+
+	if (!cache_attrs_fresh(o)) {
+		if (o->getattr_busy) {
+			cache_wait(o, &op->waiter);
+			return;
+		}
+		o->getattr_busy = 1;
+		op->seq = cache_seq();
+		op->args.getattr.object = a->file;
+		upstream_call(nfsd.upstream, nfs3_desc(NFS3PROC_GETATTR), &op->args.getattr, cred,
+			      getattr_done, op);
+		return;
+	}
+	uint64_t pg = cache_config()->cache_page_size;
+	uint64_t end = a->offset + a->count;
+	int sequential = a->offset == o->next_offset && a->offset != 0;
+	o->next_offset = end;
+
+	if (extent_set_covers(&o->valid, a->offset, end < o->coh.size ? end : o->coh.size) ||
+	    a->offset >= o->coh.size) {
+		if (!cache_access_granted(o, cred, ACCESS3_READ_BIT)) {
+			op->seq = cache_seq();
+			op->args.access.object = a->file;
+			op->args.access.access = ACCESS3_READ_BIT;
+			upstream_call(nfsd.upstream, nfs3_desc(4), &op->args.access, cred, access_done, op);
+			return;
+		}
+		if (sequential)
+			readahead(o, end, cred);
+		if (serve_local(op))
+			return;
+	}
+	if (fetch_overlaps(o, a->offset, end)) {
+		cache_wait(o, &op->waiter);   /* one upstream READ per range */
+		return;
+	}
+	uint64_t fs = a->offset / pg * pg, fe = (end + pg - 1) / pg * pg;
+	if (fe - fs > nfsd.max_payload)
+		fe = fs + nfsd.max_payload;   /* the rest is a short read: legal */
+	stats.cache_read_misses++;
+	fetch_start(o, fs, (uint32_t)(fe - fs), cred, op);
+	if (sequential || a->offset == 0)
+		readahead(o, fe, cred);
+}
+
+void nfsd_proc_read(struct nfsd_call *call)
+{
+	READ3args *a = call->args;
+
+	if (a->count > nfsd.max_payload)
+		a->count = nfsd.max_payload;
+	if (!nfsd.cache_on || a->file.data.data_len == 0 || a->file.data.data_len > 64) {
+		nfsd_forward_with(call, NULL);
+		return;
+	}
+	struct read_op *op = calloc(1, sizeof(*op));
+	if (!op)
+		abort();
+	op->call = call;
+	op->o = cache_get((const uint8_t *)a->file.data.data_val, a->file.data.data_len);
+	op->o->busy++;
+	op->waiter.wake = op_wake;
+	read_try(op);
+}
