@@ -5,10 +5,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "cache/backing.h"
@@ -95,6 +98,17 @@ ssize_t backing_read(int fd, void *buf, size_t len, uint64_t offset)
 	return (ssize_t)done;
 }
 
+ssize_t backing_read_nowait(int fd, void *buf, size_t len, uint64_t offset)
+{
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+
+	ssize_t n = preadv2(fd, &iov, 1, (off_t)offset, RWF_NOWAIT);
+	stats.backing_read_calls++;
+	if (n < 0)
+		return errno == EOPNOTSUPP ? -EAGAIN : -errno;
+	return n;
+}
+
 int backing_has_data(int fd, uint64_t start, uint64_t end)
 {
 	struct stat st;
@@ -122,4 +136,28 @@ int backing_unlink(uint64_t id)
 
 	backing_path(id, path, sizeof(path));
 	return unlink(path) == 0 || errno == ENOENT ? 0 : -errno;
+}
+
+int backing_retire_all(const char *cache_dir, char *graveyard, size_t len)
+{
+	snprintf(graveyard, len, "%s/graveyard.%ld.%ld", cache_dir, (long)getpid(), (long)time(NULL));
+	if (rename(backing_dir, graveyard) != 0 && errno != ENOENT)
+		return -errno;
+	return backing_init(cache_dir);
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	if (flag == FTW_DP)
+		rmdir(path);
+	else
+		unlink(path);
+	return 0;   /* remove what can be removed */
+}
+
+int backing_remove_tree(const char *path)
+{
+	return nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS) == 0 ? 0 : -errno;
 }

@@ -358,6 +358,91 @@ int cache_read_local(struct cache_object *o, uint64_t offset, void *buf, uint32_
 	return 0;
 }
 
+int cache_read_local_nowait(struct cache_object *o, uint64_t offset, void *buf, uint32_t len)
+{
+	int fd = object_fd(o);
+
+	if (fd < 0 || !extent_set_covers(&o->valid, offset, offset + len))
+		return -EIO;
+	ssize_t n = backing_read_nowait(fd, buf, len, offset);
+	if (n == (ssize_t)len)
+		return 0;
+	if (n == -EAGAIN || n > 0)
+		return -EAGAIN;   /* the rest is on the disk */
+	cache_invalidate(o, "backing file shorter than its valid data");
+	return -EIO;
+}
+
+static void nothing_work(void *arg)
+{
+	(void)arg;
+}
+
+struct read_job {
+	struct cache_object *o;
+	int fd;               /* dup: the object's fd may be closed meanwhile */
+	uint64_t offset;
+	void *buf;
+	uint32_t len;
+	ssize_t got;
+	void (*done)(void *arg, int rc);
+	void *arg;
+};
+
+static void read_job_work(void *arg)
+{
+	struct read_job *j = arg;
+	size_t done = 0;
+
+	j->got = 0;
+	while (done < j->len) {
+		ssize_t n = pread(j->fd, (char *)j->buf + done, j->len - done, (off_t)(j->offset + done));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		done += (size_t)n;
+	}
+	j->got = (ssize_t)done;
+}
+
+static void read_job_done(void *arg)
+{
+	struct read_job *j = arg;
+	int rc = 0;
+
+	stats.backing_read_calls++;
+	close(j->fd);
+	if (j->got != (ssize_t)j->len) {
+		cache_invalidate(j->o, "backing file shorter than its valid data");
+		rc = -EIO;
+	}
+	j->done(j->arg, rc);
+	free(j);
+}
+
+void cache_read_async(struct cache_object *o, uint64_t offset, void *buf, uint32_t len,
+		      void (*done)(void *arg, int rc), void *arg)
+{
+	struct read_job *j = calloc(1, sizeof(*j));
+
+	if (!j)
+		abort();
+	j->o = o;
+	j->fd = o->fd >= 0 ? dup(o->fd) : -1;
+	j->offset = offset;
+	j->buf = buf;
+	j->len = len;
+	j->done = done;
+	j->arg = arg;
+	if (j->fd < 0) {
+		j->got = -1;   /* completes with -EIO, still from the loop */
+		worker_submit(C.workers, nothing_work, read_job_done, j);
+		return;
+	}
+	worker_submit(C.workers, read_job_work, read_job_done, j);
+}
+
 void cache_wait(struct cache_object *o, struct cache_waiter *w)
 {
 	list_add_tail(&o->waiters, &w->link);
@@ -495,6 +580,11 @@ static void commit_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	commit_start();
 }
 
+static void remove_tree_work(void *arg)
+{
+	backing_remove_tree(arg);
+}
+
 static void objects_free(void)
 {
 	for (size_t i = 0; i < C.nbuckets; i++) {
@@ -562,9 +652,13 @@ int cache_init(struct ev_loop *loop, const struct nfsd_config *cfg, const char *
 	}
 	C.volume = strdup(volume);
 	table_grow();
-	if (reset)
+	char graveyard[4400] = "";
+	if (reset) {
 		log_warning("cache: index in %s was unusable: starting with an empty cache",
 			    cfg->cache_dir);
+		if (backing_retire_all(cfg->cache_dir, graveyard, sizeof(graveyard)) != 0)
+			graveyard[0] = '\0';
+	}
 	if (!reset && index_load(C.index, load_one, NULL) != 0)
 		log_warning("cache: index in %s could not be read fully: using what was read",
 			    cfg->cache_dir);
@@ -575,6 +669,10 @@ int cache_init(struct ev_loop *loop, const struct nfsd_config *cfg, const char *
 	if (!C.workers) {
 		rc = -EAGAIN;
 		goto fail;
+	}
+	if (graveyard[0]) {
+		char *path = strdup(graveyard);
+		worker_submit(C.workers, remove_tree_work, free, path);
 	}
 	ev_timer_init(&C.commit_timer, commit_timer_cb, COMMIT_INTERVAL_S, COMMIT_INTERVAL_S);
 	ev_timer_start(loop, &C.commit_timer);

@@ -144,6 +144,20 @@ int cache_store(struct cache_object *o, uint64_t offset, const void *data, uint3
  */
 int cache_read_local(struct cache_object *o, uint64_t offset, void *buf, uint32_t len);
 
+/*
+ * The same without waiting for the disk: 0 when the page cache held all of
+ * it, -EAGAIN when not (then read it with cache_read_async()), -EIO as above.
+ */
+int cache_read_local_nowait(struct cache_object *o, uint64_t offset, void *buf, uint32_t len);
+
+/*
+ * Read [offset, offset + len) of valid bytes into buf on a worker thread and
+ * call done(arg, rc) on the loop thread: rc 0, or -EIO as cache_read_local().
+ * buf must stay valid until then.
+ */
+void cache_read_async(struct cache_object *o, uint64_t offset, void *buf, uint32_t len,
+		      void (*done)(void *arg, int rc), void *arg);
+
 /* Wait for the next cache_wake() of `o`. */
 void cache_wait(struct cache_object *o, struct cache_waiter *w);
 /* Wake every waiter of `o` (each wake() runs once; they may wait again). */

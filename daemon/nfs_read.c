@@ -13,6 +13,7 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,7 +117,57 @@ static int pages_uptodate(const struct cache_object *o, uint64_t start, uint64_t
 	return 1;
 }
 
-/* 1 when answered, 0 when the bytes are not all here. */
+struct local_read {
+	struct read_op *op;
+	uint64_t start, end;
+	int whole;           /* every touched page wholly uptodate */
+	char *buf;
+};
+
+static void local_reply(struct local_read *lr)
+{
+	struct read_op *op = lr->op;
+	struct cache_object *o = op->o;
+	uint32_t n = (uint32_t)(lr->end - lr->start);
+	READ3res res;
+
+	memset(&res, 0, sizeof(res));
+	res.status = NFS3_OK;
+	res.READ3res_u.resok.file_attributes.attributes_follow = 1;
+	res.READ3res_u.resok.file_attributes.post_op_attr_u.attributes = o->attrs;
+	res.READ3res_u.resok.count = n;
+	res.READ3res_u.resok.eof = lr->end >= o->coh.size;
+	res.READ3res_u.resok.data.data_len = n;
+	res.READ3res_u.resok.data.data_val = lr->buf;
+	if (lr->whole)
+		stats.cache_read_hits++;
+	else
+		stats.cache_read_partial_hits++;
+	stats.cache_read_bytes_local += n;
+	cache_touch(o);
+	reply_from(op, &res);
+	free(lr->buf);
+	free(lr);
+}
+
+/* A cold read finished on a worker thread. */
+static void local_read_done(void *arg, int rc)
+{
+	struct local_read *lr = arg;
+	struct read_op *op = lr->op;
+
+	if (rc == 0) {
+		local_reply(lr);
+		return;
+	}
+	free(lr->buf);
+	free(lr);
+	read_try(op);   /* lost behind our back: fetched again */
+}
+
+/* 1 when answered (or being answered from a worker), 0 when the bytes are
+ * not all here.  Bytes in the page cache are read on the loop; the others
+ * on a worker thread (the loop never waits on the disk). */
 static int serve_local(struct read_op *op)
 {
 	READ3args *a = op->call->args;
@@ -133,32 +184,29 @@ static int serve_local(struct read_op *op)
 	int whole = pages_uptodate(o, start, end);
 	if (!whole && !cache_config()->cache_partial_pages)
 		return 0;
-	uint32_t n = (uint32_t)(end - start);
-	char *buf = malloc(n ? n : 1);
-	if (!buf)
+	struct local_read *lr = calloc(1, sizeof(*lr));
+	if (!lr)
 		abort();
-	if (n && cache_read_local(o, start, buf, n) != 0) {
-		free(buf);
-		return 0;   /* lost behind our back: fetched again */
+	lr->op = op;
+	lr->start = start;
+	lr->end = end;
+	lr->whole = whole;
+	uint32_t n = (uint32_t)(end - start);
+	lr->buf = malloc(n ? n : 1);
+	if (!lr->buf)
+		abort();
+	int rc = n ? cache_read_local_nowait(o, start, lr->buf, n) : 0;
+	if (rc == 0) {
+		local_reply(lr);
+		return 1;
 	}
-	READ3res res;
-	memset(&res, 0, sizeof(res));
-	res.status = NFS3_OK;
-	res.READ3res_u.resok.file_attributes.attributes_follow = 1;
-	res.READ3res_u.resok.file_attributes.post_op_attr_u.attributes = o->attrs;
-	res.READ3res_u.resok.count = n;
-	res.READ3res_u.resok.eof = end >= size;
-	res.READ3res_u.resok.data.data_len = n;
-	res.READ3res_u.resok.data.data_val = buf;
-	if (whole)
-		stats.cache_read_hits++;
-	else
-		stats.cache_read_partial_hits++;
-	stats.cache_read_bytes_local += n;
-	cache_touch(o);
-	reply_from(op, &res);
-	free(buf);
-	return 1;
+	if (rc == -EAGAIN) {
+		cache_read_async(o, start, lr->buf, n, local_read_done, lr);
+		return 1;
+	}
+	free(lr->buf);
+	free(lr);
+	return 0;   /* lost behind our back: fetched again */
 }
 
 /* ---- fetching -------------------------------------------------------- */
@@ -279,16 +327,16 @@ static void getattr_done(void *priv, enum upstream_status st, void *res)
 	struct read_op *op = priv;
 	GETATTR3res *r = res;
 
-	op->o->getattr_busy = 0;
-	if (st == UPSTREAM_OK && r->status == NFS3_OK) {
-		cache_attrs_update(op->o, &r->GETATTR3res_u.resok.obj_attributes, op->seq);
-		struct cache_object *o = op->o;
+	struct cache_object *o = op->o;
+
+	o->getattr_busy = 0;
+	if (st == UPSTREAM_OK && r->status == NFS3_OK)
+		cache_attrs_update(o, &r->GETATTR3res_u.resok.obj_attributes, op->seq);
+	if (cache_attrs_fresh(o))
 		read_try(op);
-		cache_wake(o);
-		return;
-	}
-	cache_wake(op->o);
-	read_forward(op);   /* stale handle, no answer...: the upstream decides */
+	else
+		read_forward(op);   /* not a regular file, stale handle, no answer...: the upstream decides */
+	cache_wake(o);
 }
 
 static void access_done(void *priv, enum upstream_status st, void *res)
