@@ -403,8 +403,8 @@ static void read_try(struct read_op *op)
 		fe = fs + nfsd.max_payload;   /* the rest is a short read: legal */
 	stats.cache_read_misses++;
 	fetch_start(o, fs, (uint32_t)(fe - fs), cred, op);
-	if (sequential || a->offset == 0)
-		readahead(o, fe, cred);
+	if (sequential)
+		readahead(o, fe, cred);   /* random reads fetch their pages only */
 }
 
 void nfsd_proc_read(struct nfsd_call *call)
