@@ -222,6 +222,9 @@ int cache_change_done(struct cache_object *o, const wcc_data *wcc)
 	if (pre && o->coh.known && pre->size == o->coh.size &&
 	    ns_of(&pre->mtime) == o->coh.mtime_ns && ns_of(&pre->ctime) == o->coh.ctime_ns)
 		ours = 1;
+	else if (!pre && o->coh.known)
+		ours = 1;   /* no pre-op attributes (ganesha's WRITE): taken as our own
+			     * change, as the Linux client's force_wcc does */
 	else if (!o->coh.known && o->valid.bytes == 0)
 		ours = 1;   /* nothing held that another change could contradict */
 	if (!ours)

@@ -107,7 +107,9 @@ void cache_attrs_update(struct cache_object *o, const fattr3 *a, uint64_t gen_at
  * wcc data of a change made through nfscached (WRITE, SETATTR, COMMIT):
  * pre-op attributes equal to the coherency data mean nobody else changed
  * the file meanwhile, and the post-op attributes become the new coherency
- * data without invalidation; otherwise the data is invalidated.  Bumps the
+ * data without invalidation; otherwise the data is invalidated.  Without
+ * pre-op attributes the change is taken as ours (Linux nfs_post_op_update_
+ * inode_force_wcc).  Bumps the
  * generation.  Returns 1 when the change was explained by our own call.
  */
 int cache_change_done(struct cache_object *o, const wcc_data *wcc);

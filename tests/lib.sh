@@ -133,6 +133,8 @@ stop_pid() {
 
 t_cleanup() {
     local rc=$?
+    # only the test shell cleans up, not a subshell that inherited the trap
+    [ "$BASHPID" = "$$" ] || exit "$rc"
     trap - EXIT TERM INT HUP
     [ -n "$WATCHDOG_PID" ] && kill "$WATCHDOG_PID" 2>/dev/null
     for pid in "${T_BG_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null; done
