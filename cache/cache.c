@@ -178,8 +178,18 @@ void cache_invalidate(struct cache_object *o, const char *why)
 	mark_dirty(o);
 }
 
+/* Permissions changed: what the upstream granted before no longer holds
+ * (the Linux client zaps its access cache the same way). */
+static void forget_access_if_changed(struct cache_object *o, const fattr3 *a)
+{
+	if (o->have_attrs && (o->attrs.mode != a->mode || o->attrs.uid != a->uid ||
+			      o->attrs.gid != a->gid))
+		memset(o->access, 0, sizeof(o->access));
+}
+
 static void set_coherency(struct cache_object *o, const fattr3 *a)
 {
+	forget_access_if_changed(o, a);
 	o->coh.known = 1;
 	o->coh.size = a->size;
 	o->coh.mtime_ns = ns_of(&a->mtime);
@@ -206,6 +216,7 @@ void cache_attrs_update(struct cache_object *o, const fattr3 *a, uint64_t gen_at
 	if (!o->coh.known || !coherency_matches(o, a))
 		set_coherency(o, a);
 	else {
+		forget_access_if_changed(o, a);
 		o->attrs = *a;
 		o->have_attrs = 1;
 		o->attr_time = ev_now(C.loop);
@@ -225,15 +236,25 @@ int cache_change_done(struct cache_object *o, const wcc_data *wcc)
 	else if (!pre && o->coh.known)
 		ours = 1;   /* no pre-op attributes (ganesha's WRITE): taken as our own
 			     * change, as the Linux client's force_wcc does */
+	else if (o->changes_in_flight > 1)
+		ours = 1;   /* our other changes in flight explain it; replies come
+			     * back in any order (as the Linux client, the attributes
+			     * are revalidated instead of the data dropped) */
 	else if (!o->coh.known && o->valid.bytes == 0)
 		ours = 1;   /* nothing held that another change could contradict */
 	if (!ours)
 		cache_invalidate(o, "changed upstream before our change");
 	changed(o);
-	if (post && post->type == NF3REG)
-		set_coherency(o, post);
-	else
-		o->coh.known = 0, o->attr_time = 0;
+	if (post && post->type == NF3REG) {
+		/* an older reply arriving last must not roll the attributes back */
+		if (!o->coh.known || ns_of(&post->ctime) >= o->coh.ctime_ns)
+			set_coherency(o, post);
+		if (o->changes_in_flight > 1)
+			o->attr_time = 0;
+	} else {
+		o->coh.known = 0;
+		o->attr_time = 0;
+	}
 	return ours;
 }
 
@@ -316,7 +337,9 @@ static int object_fd(struct cache_object *o)
 	}
 	if (!o->checked) {
 		o->checked = 1;
-		if (extent_set_foreach(&o->valid, range_has_data, &o->fd) != 0)
+		if (o->valid.count == 0)
+			backing_truncate(o->fd, 0);   /* nothing of an older object with this id */
+		else if (extent_set_foreach(&o->valid, range_has_data, &o->fd) != 0)
 			cache_invalidate(o, "backing file lost data");
 	}
 	return o->fd;
@@ -345,6 +368,28 @@ int cache_store(struct cache_object *o, uint64_t offset, const void *data, uint3
 	return 0;
 }
 
+/*
+ * A page of zeros in what was read may be a hole punched in the backing file
+ * behind our back: ask the file (one lseek), and drop the data if so.  Real
+ * zero pages cost that lseek; others cost nothing but the scan.
+ */
+static int zeros_are_data(struct cache_object *o, uint64_t offset, const void *buf, uint32_t len)
+{
+	static const uint8_t zero[4096];
+	const uint8_t *p = buf;
+
+	for (uint32_t done = 0; done < len; ) {
+		uint32_t n = len - done < sizeof(zero) ? len - done : (uint32_t)sizeof(zero);
+		if (memcmp(p + done, zero, n) == 0 &&
+		    backing_has_data(o->fd, offset + done, offset + done + n) != 1) {
+			cache_invalidate(o, "hole in the backing file");
+			return 0;
+		}
+		done += n;
+	}
+	return 1;
+}
+
 int cache_read_local(struct cache_object *o, uint64_t offset, void *buf, uint32_t len)
 {
 	int fd = object_fd(o);
@@ -358,7 +403,7 @@ int cache_read_local(struct cache_object *o, uint64_t offset, void *buf, uint32_
 		cache_invalidate(o, "backing file shorter than its valid data");
 		return -EIO;
 	}
-	return 0;
+	return zeros_are_data(o, offset, buf, len) ? 0 : -EIO;
 }
 
 int cache_read_local_nowait(struct cache_object *o, uint64_t offset, void *buf, uint32_t len)
@@ -369,7 +414,7 @@ int cache_read_local_nowait(struct cache_object *o, uint64_t offset, void *buf, 
 		return -EIO;
 	ssize_t n = backing_read_nowait(fd, buf, len, offset);
 	if (n == (ssize_t)len)
-		return 0;
+		return zeros_are_data(o, offset, buf, len) ? 0 : -EIO;
 	if (n == -EAGAIN || n > 0)
 		return -EAGAIN;   /* the rest is on the disk */
 	cache_invalidate(o, "backing file shorter than its valid data");
@@ -390,6 +435,7 @@ struct read_job {
 	ssize_t got;
 	void (*done)(void *arg, int rc);
 	void *arg;
+	uint64_t seq;         /* the object's generation when the read started */
 };
 
 static void read_job_work(void *arg)
@@ -419,6 +465,10 @@ static void read_job_done(void *arg)
 	if (j->got != (ssize_t)j->len) {
 		cache_invalidate(j->o, "backing file shorter than its valid data");
 		rc = -EIO;
+	} else if (j->seq != j->o->gen ||
+		   !extent_set_covers(&j->o->valid, j->offset, j->offset + j->len) ||
+		   (j->o->fd >= 0 && !zeros_are_data(j->o, j->offset, j->buf, j->len))) {
+		rc = -EIO;   /* changed while the worker read: read again */
 	}
 	j->done(j->arg, rc);
 	free(j);
@@ -432,6 +482,7 @@ void cache_read_async(struct cache_object *o, uint64_t offset, void *buf, uint32
 	if (!j)
 		abort();
 	j->o = o;
+	j->seq = o->gen;
 	j->fd = o->fd >= 0 ? dup(o->fd) : -1;
 	j->offset = offset;
 	j->buf = buf;
@@ -492,6 +543,8 @@ struct commit_job {
 	int *fds;             /* dup()s of the backing files to sync */
 	size_t nfds;
 	uint64_t *ranges;     /* storage behind every recs[i].ranges */
+	struct cache_object **objs;   /* recs[i] describes objs[i] */
+	int rc;               /* index_write's */
 };
 
 static int collect_range(uint64_t start, uint64_t end, void *ctx)
@@ -512,12 +565,17 @@ static void commit_work(void *arg)
 		fdatasync(job->fds[i]);
 		close(job->fds[i]);
 	}
-	index_write(C.index, job->recs, job->n);
+	job->rc = index_write(C.index, job->recs, job->n);
 }
 
 static void commit_done(void *arg)
 {
 	struct commit_job *job = arg;
+
+	if (job->rc != 0)   /* nothing of it was stored: the next batch tries again */
+		for (size_t i = 0; i < job->n; i++)
+			mark_dirty(job->objs[i]);
+	free(job->objs);
 
 	free(job->recs);
 	free(job->fds);
@@ -543,6 +601,7 @@ static void commit_start(void)
 	if (!job)
 		abort();
 	job->recs = calloc(n, sizeof(*job->recs));
+	job->objs = calloc(n, sizeof(*job->objs));
 	job->fds = calloc(n, sizeof(*job->fds));
 	job->ranges = calloc(nranges * 2 + 2, sizeof(*job->ranges));
 	if (!job->recs || !job->fds || !job->ranges)
@@ -550,6 +609,7 @@ static void commit_start(void)
 	uint64_t *rp = job->ranges;
 	list_for_each_safe(pos, tmp, &C.dirty) {
 		struct cache_object *o = list_entry(pos, struct cache_object, dirty_link);
+		job->objs[job->n] = o;
 		struct index_record *r = &job->recs[job->n++];
 		r->id = o->id;
 		r->volume = C.volume;

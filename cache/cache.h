@@ -62,6 +62,7 @@ struct cache_object {
 	struct list_node waiters;        /* struct cache_waiter */
 	int busy;                        /* calls in flight for this object */
 	int getattr_busy;                /* a revalidating GETATTR is in flight */
+	int changes_in_flight;           /* our WRITE/SETATTR calls not answered yet */
 	uint64_t next_offset;            /* end of the last READ: sequential access */
 	uint64_t readahead_end;          /* readahead issued up to here */
 };

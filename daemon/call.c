@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache/cache.h"
 #include "daemon/call.h"
 #include "daemon/conn.h"
 #include "daemon/log.h"
@@ -28,6 +29,8 @@ static void call_free(struct nfsd_call *call)
 		list_del(&call->conn_link);
 		conn_call_done(call->conn, call->charge);
 	}
+	if (call->cache_obj)
+		call->cache_obj->changes_in_flight--;
 	if (call->args_zdr_live)
 		zdr_destroy(&call->args_zdr);
 	free(call->args);

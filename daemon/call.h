@@ -41,6 +41,7 @@ struct nfsd_call {
 	ev_tstamp start;              /* arrival, loop time */
 	void (*fixup)(struct nfsd_call *call, void *res);  /* on the upstream result, before encoding */
 	uint64_t seq;                 /* cache_seq() when the call was forwarded */
+	struct cache_object *cache_obj;  /* its changes_in_flight counts this call */
 };
 
 /*

@@ -97,6 +97,9 @@ static void write_fixup(struct nfsd_call *call, void *res)
 	if (r->status != NFS3_OK || !nfsd.cache_on || a->file.data.data_len == 0 ||
 	    a->file.data.data_len > 64)
 		return;
+	const post_op_attr *post = &r->WRITE3res_u.resok.file_wcc.after;
+	if (!post->attributes_follow || post->post_op_attr_u.attributes.type != NF3REG)
+		return;
 	struct cache_object *o = cache_get((const uint8_t *)a->file.data.data_val, a->file.data.data_len);
 	uint32_t written = r->WRITE3res_u.resok.count;
 	if (written > a->data.data_len)
@@ -106,8 +109,20 @@ static void write_fixup(struct nfsd_call *call, void *res)
 		stats.cache_write_bytes += written;
 }
 
+/* Count our changes in flight: their replies may come back in any order. */
+static void change_begins(struct nfsd_call *call, const nfs_fh3 *fh)
+{
+	struct cache_object *o = known(fh);
+
+	if (o) {
+		o->changes_in_flight++;
+		call->cache_obj = o;
+	}
+}
+
 void nfsd_proc_write(struct nfsd_call *call)
 {
+	change_begins(call, &((WRITE3args *)call->args)->file);
 	nfsd_forward_with(call, write_fixup);
 }
 
@@ -128,5 +143,6 @@ static void setattr_fixup(struct nfsd_call *call, void *res)
 
 void nfsd_proc_setattr(struct nfsd_call *call)
 {
+	change_begins(call, &((SETATTR3args *)call->args)->object);
 	nfsd_forward_with(call, setattr_fixup);
 }

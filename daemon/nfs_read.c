@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -394,17 +395,40 @@ static void read_try(struct read_op *op)
 		if (serve_local(op))
 			return;
 	}
-	if (fetch_overlaps(o, a->offset, end)) {
-		cache_wait(o, &op->waiter);   /* one upstream READ per range */
-		return;
-	}
 	uint64_t fs = a->offset / pg * pg, fe = (end + pg - 1) / pg * pg;
 	if (fe - fs > nfsd.max_payload)
 		fe = fs + nfsd.max_payload;   /* the rest is a short read: legal */
+	if (fetch_overlaps(o, fs, fe)) {
+		cache_wait(o, &op->waiter);   /* one upstream READ per page range */
+		return;
+	}
 	stats.cache_read_misses++;
 	fetch_start(o, fs, (uint32_t)(fe - fs), cred, op);
 	if (sequential)
 		readahead(o, fe, cred);   /* random reads fetch their pages only */
+}
+
+/* The first READ of a handle the cache does not know goes upstream as it is;
+ * only a reply showing a regular file makes an object of it, holding the
+ * bytes read. */
+static void first_read_fixup(struct nfsd_call *call, void *res)
+{
+	READ3res *r = res;
+	READ3args *a = call->args;
+	READ3resok *ok = &r->READ3res_u.resok;
+
+	stats.cache_read_misses++;
+	if (r->status != NFS3_OK || !ok->file_attributes.attributes_follow ||
+	    ok->file_attributes.post_op_attr_u.attributes.type != NF3REG)
+		return;
+	struct cache_object *o = cache_get((const uint8_t *)a->file.data.data_val,
+					   a->file.data.data_len);
+	uint32_t n = ok->count <= ok->data.data_len ? ok->count : ok->data.data_len;
+	cache_attrs_update(o, &ok->file_attributes.post_op_attr_u.attributes, call->seq);
+	stats.cache_read_bytes_upstream += n;
+	cache_store(o, a->offset, ok->data.data_val, n, call->seq);
+	cache_access_record(o, &call->cred, ACCESS3_READ_BIT);
+	o->next_offset = a->offset + a->count;
 }
 
 void nfsd_proc_read(struct nfsd_call *call)
@@ -413,15 +437,24 @@ void nfsd_proc_read(struct nfsd_call *call)
 
 	if (a->count > nfsd.max_payload)
 		a->count = nfsd.max_payload;
-	if (!nfsd.cache_on || a->file.data.data_len == 0 || a->file.data.data_len > 64) {
+	/* what the cache would answer differently from the upstream goes there:
+	 * 0-byte reads (EOF flag) and offsets past what a file can hold */
+	if (!nfsd.cache_on || a->file.data.data_len == 0 || a->file.data.data_len > 64 ||
+	    a->count == 0 || a->offset > (uint64_t)INT64_MAX - a->count) {
 		nfsd_forward_with(call, NULL);
+		return;
+	}
+	struct cache_object *o = cache_find((const uint8_t *)a->file.data.data_val,
+					    a->file.data.data_len);
+	if (!o) {
+		nfsd_forward_with(call, first_read_fixup);
 		return;
 	}
 	struct read_op *op = calloc(1, sizeof(*op));
 	if (!op)
 		abort();
 	op->call = call;
-	op->o = cache_get((const uint8_t *)a->file.data.data_val, a->file.data.data_len);
+	op->o = o;
 	op->o->busy++;
 	op->waiter.wake = op_wake;
 	read_try(op);
