@@ -24,6 +24,9 @@
 #include "daemon/stats.h"
 
 #define COMMIT_INTERVAL_S 1.0
+#ifndef MAX_OPEN_BACKING
+#define MAX_OPEN_BACKING 1024      /* backing files kept open, least recently used closed */
+#endif
 #define HASH_BUCKETS_MIN 1024
 
 static struct {
@@ -41,6 +44,8 @@ static struct {
 	int commit_running;
 	uint64_t seq;                   /* change sequence: the last change's number */
 	int lock_fd;                    /* holds the flock on CACHE_DIR/lock */
+	struct list_node open_fds;      /* objects with an open backing file, LRU first */
+	unsigned n_open;
 } C;
 
 /* A change to `o`: replies to calls sent before it are stale. */
@@ -122,6 +127,7 @@ static struct cache_object *object_new(uint64_t id, const uint8_t *fh, uint32_t 
 	extent_set_init(&o->valid);
 	list_init(&o->dirty_link);
 	list_init(&o->waiters);
+	list_init(&o->fd_link);
 	if (C.count + 1 > C.nbuckets)
 		table_grow();
 	size_t k = fh_hash(fh, fh_len) & (C.nbuckets - 1);
@@ -327,9 +333,24 @@ static int range_has_data(uint64_t start, uint64_t end, void *ctx)
  * refetched, never served as zeros. */
 static int object_fd(struct cache_object *o)
 {
-	if (o->fd >= 0)
+	if (o->fd >= 0) {
+		list_del(&o->fd_link);
+		list_add_tail(&C.open_fds, &o->fd_link);
 		return o->fd;
+	}
+	if (C.n_open >= MAX_OPEN_BACKING) {
+		/* reopened on its next use; its data stays valid */
+		struct cache_object *lru = list_first(&C.open_fds, struct cache_object, fd_link);
+		list_del(&lru->fd_link);
+		close(lru->fd);
+		lru->fd = -1;
+		C.n_open--;
+	}
 	o->fd = backing_open(o->id, 1);
+	if (o->fd >= 0) {
+		list_add_tail(&C.open_fds, &o->fd_link);
+		C.n_open++;
+	}
 	if (o->fd < 0) {
 		log_limited(LOG_LEVEL_ERROR, "cache: cannot open backing file of object %llu: %s",
 			    (unsigned long long)o->id, strerror(-o->fd));
@@ -697,6 +718,7 @@ int cache_init(struct ev_loop *loop, const struct nfsd_config *cfg, const char *
 	C.next_id = 1;
 	C.lock_fd = -1;
 	list_init(&C.dirty);
+	list_init(&C.open_fds);
 	if ((rc = backing_init(cfg->cache_dir)) != 0)
 		goto fail;
 	/* one daemon per cache directory: another would reset an index it

@@ -55,7 +55,8 @@ struct cache_object {
 	ev_tstamp attr_time;             /* loop time coh was last confirmed */
 	uint64_t gen;                    /* change generation: cache_seq() at its last change */
 	struct extent_set valid;         /* bytes held and right */
-	int fd;                          /* backing file, -1 before first use */
+	int fd;                          /* backing file, -1 when not open */
+	struct list_node fd_link;        /* in the LRU list of open backing files */
 	int checked;                     /* backing file checked against `valid` */
 	int64_t last_access_s;           /* unix seconds */
 	struct cache_access access[CACHE_ACCESS_SLOTS];
