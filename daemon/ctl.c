@@ -65,6 +65,10 @@ static int ctl_handle_status(int argc, char **argv, FILE *out)
 	fprintf(out, "connections %u\n", conn_count());
 	fprintf(out, "calls_in_flight %llu\n", (unsigned long long)stats.calls_in_flight);
 	fprintf(out, "state %s\n", nfsd.stopping ? "stopping" : "serving");
+	fprintf(out, "cache %s\n", nfsd.cache_on ? "caching" : "off");
+	fprintf(out, "cache_dir %s\n", nfsd.cfg.cache_dir);
+	fprintf(out, "cache_objects %llu\n", (unsigned long long)stats.cache_objects);
+	fprintf(out, "cache_bytes %llu\n", (unsigned long long)stats.cache_bytes);
 	return 0;
 }
 

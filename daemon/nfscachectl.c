@@ -20,7 +20,7 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: nfscachectl [-s|--socket PATH] COMMAND [ARGS]\n"
-		"  status                        version, uptime, listen address, upstream state\n"
+		"  status                        version, uptime, listen address, upstream and cache state\n"
 		"  stats [--json|--prometheus]   all counters\n"
 		"  stats reset                   zero the counters\n"
 		"default socket: %s\n", DEFAULT_SOCKET);
