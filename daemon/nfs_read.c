@@ -35,6 +35,8 @@ struct read_op {
 	struct cache_object *o;
 	struct cache_waiter waiter;
 	uint64_t seq;                   /* cache_seq() when the current step was sent */
+	int sequential;                 /* it starts where the previous READ ended */
+	int readahead_done;
 	union {
 		GETATTR3args getattr;
 		ACCESS3args access;
@@ -358,6 +360,16 @@ static void access_done(void *priv, enum upstream_status st, void *res)
 	read_forward(op);   /* not granted: the upstream gives the error */
 }
 
+/* Sequential access (judged once, when the READ arrived): keep the data
+ * past `from` coming, once per READ. */
+static void op_readahead(struct read_op *op, uint64_t from)
+{
+	if (op->sequential && !op->readahead_done) {
+		op->readahead_done = 1;
+		readahead(op->o, from, &op->call->cred);
+	}
+}
+
 static void read_try(struct read_op *op)
 {
 	struct cache_object *o = op->o;
@@ -378,9 +390,10 @@ static void read_try(struct read_op *op)
 	}
 	uint64_t pg = cache_config()->cache_page_size;
 	uint64_t end = a->offset + a->count;
-	int sequential = a->offset == o->next_offset && a->offset != 0;
-	o->next_offset = end;
+	uint64_t fs = a->offset / pg * pg, fe = (end + pg - 1) / pg * pg;
 
+	if (fe - fs > nfsd.max_payload)
+		fe = fs + nfsd.max_payload;   /* the rest is a short read: legal */
 	if (extent_set_covers(&o->valid, a->offset, end < o->coh.size ? end : o->coh.size) ||
 	    a->offset >= o->coh.size) {
 		if (!cache_access_granted(o, cred, ACCESS3_READ_BIT)) {
@@ -390,22 +403,18 @@ static void read_try(struct read_op *op)
 			upstream_call(nfsd.upstream, nfs3_desc(4), &op->args.access, cred, access_done, op);
 			return;
 		}
-		if (sequential)
-			readahead(o, end, cred);
+		op_readahead(op, end);
 		if (serve_local(op))
 			return;
 	}
-	uint64_t fs = a->offset / pg * pg, fe = (end + pg - 1) / pg * pg;
-	if (fe - fs > nfsd.max_payload)
-		fe = fs + nfsd.max_payload;   /* the rest is a short read: legal */
 	if (fetch_overlaps(o, fs, fe)) {
+		op_readahead(op, fe);
 		cache_wait(o, &op->waiter);   /* one upstream READ per page range */
 		return;
 	}
 	stats.cache_read_misses++;
 	fetch_start(o, fs, (uint32_t)(fe - fs), cred, op);
-	if (sequential)
-		readahead(o, fe, cred);   /* random reads fetch their pages only */
+	op_readahead(op, fe);   /* random reads fetch their pages only */
 }
 
 /* The first READ of a handle the cache does not know goes upstream as it is;
@@ -455,6 +464,8 @@ void nfsd_proc_read(struct nfsd_call *call)
 		abort();
 	op->call = call;
 	op->o = o;
+	op->sequential = a->offset == o->next_offset && a->offset != 0;
+	o->next_offset = a->offset + a->count;
 	op->o->busy++;
 	op->waiter.wake = op_wake;
 	read_try(op);
