@@ -307,6 +307,19 @@ stat_ok() {
     num_ok "$(stat_value "$1")" "$2" "$3" "counter $1 $2 $3"
 }
 
+# Counter snapshots: snap NAME saves every counter; sv NAME COUNTER reads one
+# back; d FROM TO COUNTER is how much it rose between two snapshots.
+snap() { ctl stats > "$T_TMP/$1.stats" || diag "nfscachectl stats failed"; }
+sv() { awk -v n="$2" '$1 == n { print $2; f = 1 } END { if (!f) print "missing" }' "$T_TMP/$1.stats"; }
+d() {
+    local a b
+    a=$(sv "$1" "$3") b=$(sv "$2" "$3")
+    if [[ "$a" =~ ^[0-9]+$ && "$b" =~ ^[0-9]+$ ]]; then echo $((b - a)); else echo "?($a,$b)"; fi
+}
+
+# val FILE KEY: the value of a "KEY: value" line in FILE (rpc.py's output)
+val() { awk -v k="$2:" '$1 == k { sub(/^[^:]*: ?/, ""); print; exit }' "$1"; }
+
 # start_nfscached [-o SECTION.KEY=VALUE]...: starts the daemon in front of
 # the upstream and sets PORT from `nfscachectl status`. 0 when listening.
 start_nfscached() {

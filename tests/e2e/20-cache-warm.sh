@@ -22,17 +22,6 @@ CACHE_DIR=$T_TMP/cache
 head -c "$SIZE" /dev/urandom > "$EXPORT_DIR/$NAME"
 WANT=$(md5 "$EXPORT_DIR/$NAME")
 
-# snap FILE: every counter of the daemon, "name value" lines, into FILE
-snap() { ctl stats > "$T_TMP/$1" || diag "nfscachectl stats failed"; }
-# sv FILE NAME: a counter's value in a snapshot
-sv() { awk -v n="$2" '$1 == n { print $2; f = 1 } END { if (!f) print "missing" }' "$T_TMP/$1"; }
-# d FROM TO NAME: how much NAME rose from one snapshot to the other
-d() {
-    local a b
-    a=$(sv "$1" "$3") b=$(sv "$2" "$3")
-    if [[ "$a" =~ ^[0-9]+$ && "$b" =~ ^[0-9]+$ ]]; then echo $((b - a)); else echo "?($a,$b)"; fi
-}
-
 # fetch OUT: nfs-cp of the file through the proxy to $T_TMP/OUT; sets T_MS
 fetch() {
     local t0

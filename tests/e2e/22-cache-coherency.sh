@@ -43,17 +43,8 @@ up() {
     timeout -k 5 60 python3 "$RPC_PY" --port "$UP_NFS_PORT" --mount-port "$UP_MNT_PORT" \
         --timeout 20 "$@"
 }
-# val FILE KEY: the value of "KEY: value" in FILE
-val() { awk -v k="$2:" '$1 == k { sub(/^[^:]*: ?/, ""); print; exit }' "$1"; }
 rv() { val "$T_TMP/r.out" "$1"; }
 
-snap() { ctl stats > "$T_TMP/$1.stats" || diag "nfscachectl stats failed"; }
-sv() { awk -v n="$2" '$1 == n { print $2; f = 1 } END { if (!f) print "missing" }' "$T_TMP/$1.stats"; }
-d() {
-    local a b
-    a=$(sv "$1" "$3") b=$(sv "$2" "$3")
-    if [[ "$a" =~ ^[0-9]+$ && "$b" =~ ^[0-9]+$ ]]; then echo $((b - a)); else echo "?($a,$b)"; fi
-}
 
 range_md5() {
     dd if="$1" bs=64k iflag=skip_bytes,count_bytes skip="$2" count="$3" status=none | md5sum |

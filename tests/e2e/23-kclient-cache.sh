@@ -23,13 +23,6 @@ F=$EXPORT_DIR/kcache.bin
 head -c "$SIZE" /dev/urandom > "$F"
 WANT=$(md5 "$F")
 
-snap() { ctl stats > "$T_TMP/$1.stats" || diag "nfscachectl stats failed"; }
-sv() { awk -v n="$2" '$1 == n { print $2; f = 1 } END { if (!f) print "missing" }' "$T_TMP/$1.stats"; }
-d() {
-    local a b
-    a=$(sv "$1" "$3") b=$(sv "$2" "$3")
-    if [[ "$a" =~ ^[0-9]+$ && "$b" =~ ^[0-9]+$ ]]; then echo $((b - a)); else echo "?($a,$b)"; fi
-}
 state() { awk -v k="$1" '$1 == "KTEST-STATE" && $2 == k { print $3 }' "$T_TMP/console.log"; }
 
 snap s0

@@ -13,7 +13,6 @@ setup -o cache.acregmax=60
 RPC_PY=$top_srcdir/tests/rpc.py
 rpc() { timeout -k 5 60 python3 "$RPC_PY" --port "$PORT" --timeout 20 "$@"; }
 up() { timeout -k 5 60 python3 "$RPC_PY" --port "$UP_NFS_PORT" --mount-port "$UP_MNT_PORT" --timeout 20 "$@"; }
-val() { awk -v k="$2:" '$1 == k { sub(/^[^:]*: ?/, ""); print; exit }' "$1"; }
 
 rpc mnt > "$T_TMP/mnt"
 ROOT=$(val "$T_TMP/mnt" fh)
