@@ -320,6 +320,33 @@ d() {
 # val FILE KEY: the value of a "KEY: value" line in FILE (rpc.py's output)
 val() { awk -v k="$2:" '$1 == k { sub(/^[^:]*: ?/, ""); print; exit }' "$1"; }
 
+# rpc ARGS...: tests/rpc.py through nfscached; up ARGS...: to the upstream
+rpc() {
+    timeout -k 5 60 python3 "$top_srcdir/tests/rpc.py" --port "$PORT" \
+        --mount-port "${PORT_MNT:-$PORT}" --timeout 20 "$@"
+}
+up() {
+    timeout -k 5 60 python3 "$top_srcdir/tests/rpc.py" --port "$UP_NFS_PORT" \
+        --mount-port "$UP_MNT_PORT" --timeout 20 "$@"
+}
+
+# range_md5 FILE OFFSET COUNT: md5 of COUNT bytes of FILE at OFFSET (fewer at EOF)
+range_md5() {
+    dd if="$1" bs=64k iflag=skip_bytes,count_bytes skip="$2" count="$3" status=none | md5sum |
+        cut -d' ' -f1
+}
+
+# fh_of NAME: the file handle of NAME in the export root (MNT, LOOKUP through nfscached)
+FH_ROOT=
+fh_of() {
+    if [ -z "$FH_ROOT" ]; then
+        rpc mnt > "$T_TMP/mnt.out"
+        FH_ROOT=$(val "$T_TMP/mnt.out" fh)
+    fi
+    rpc lookup "$FH_ROOT" "$1" > "$T_TMP/lookup.out"
+    val "$T_TMP/lookup.out" fh
+}
+
 # start_nfscached [-o SECTION.KEY=VALUE]...: starts the daemon in front of
 # the upstream and sets PORT from `nfscachectl status`. 0 when listening.
 start_nfscached() {

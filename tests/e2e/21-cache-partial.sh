@@ -25,15 +25,6 @@ setup -o cache.acregmax=1
 KIB=1024
 GIB=$((1024 * 1024 * 1024))
 
-# rpc ARGS...: tests/rpc.py through nfscached; up ARGS...: to the upstream
-rpc() {
-    timeout -k 5 60 python3 "$top_srcdir/tests/rpc.py" --port "$PORT" \
-        --mount-port "${PORT_MNT:-$PORT}" --timeout 20 "$@"
-}
-up() {
-    timeout -k 5 60 python3 "$top_srcdir/tests/rpc.py" --port "$UP_NFS_PORT" \
-        --mount-port "$UP_MNT_PORT" --timeout 20 "$@"
-}
 # rv KEY: a value of the last call's output
 rv() { val "$T_TMP/r.out" "$1"; }
 
@@ -45,23 +36,6 @@ deltas() {
     echo "$out"
 }
 READ_COUNTERS=(upstream.calls.READ cache.read.hits cache.read.partial_hits cache.read.misses)
-
-# range_md5 FILE OFFSET COUNT: md5 of COUNT bytes of FILE at OFFSET (fewer at EOF)
-range_md5() {
-    dd if="$1" bs=64k iflag=skip_bytes,count_bytes skip="$2" count="$3" status=none | md5sum |
-        cut -d' ' -f1
-}
-
-ROOT=
-# fh_of NAME: the file handle of NAME in the export root (LOOKUP through nfscached)
-fh_of() {
-    if [ -z "$ROOT" ]; then
-        rpc mnt > "$T_TMP/mnt.out"
-        ROOT=$(val "$T_TMP/mnt.out" fh)
-    fi
-    rpc lookup "$ROOT" "$1" > "$T_TMP/lookup.out"
-    val "$T_TMP/lookup.out" fh
-}
 
 # rread TAG FH OFFSET COUNT: READ through nfscached, output in r.out and
 # TAG.out, the data in TAG.data

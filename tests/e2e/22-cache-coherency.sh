@@ -34,33 +34,10 @@ MIB=1048576
 CACHE_DIR=$T_TMP/cache
 RPC_PY=$top_srcdir/tests/rpc.py
 
-# rpc ARGS...: tests/rpc.py through nfscached; up ARGS...: to the upstream
-rpc() {
-    timeout -k 5 60 python3 "$RPC_PY" --port "$PORT" --mount-port "${PORT_MNT:-$PORT}" \
-        --timeout 20 "$@"
-}
-up() {
-    timeout -k 5 60 python3 "$RPC_PY" --port "$UP_NFS_PORT" --mount-port "$UP_MNT_PORT" \
-        --timeout 20 "$@"
-}
 rv() { val "$T_TMP/r.out" "$1"; }
 
-
-range_md5() {
-    dd if="$1" bs=64k iflag=skip_bytes,count_bytes skip="$2" count="$3" status=none | md5sum |
-        cut -d' ' -f1
-}
 zeros_md5() { head -c "$1" /dev/zero | md5sum | cut -d' ' -f1; }
 
-ROOT=
-fh_of() {
-    if [ -z "$ROOT" ]; then
-        rpc mnt > "$T_TMP/mnt.out"
-        ROOT=$(val "$T_TMP/mnt.out" fh)
-    fi
-    rpc lookup "$ROOT" "$1" > "$T_TMP/lookup.out"
-    val "$T_TMP/lookup.out" fh
-}
 # rread TAG FH OFFSET COUNT [RPC OPTION...]: READ through nfscached; output
 # in r.out, the data in TAG.data
 rread() {
