@@ -7,6 +7,7 @@
  */
 #include "config.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -46,9 +47,13 @@ static struct {
 	int lock_fd;                    /* holds the flock on CACHE_DIR/lock */
 	struct list_node open_fds;      /* objects with an open backing file, LRU first */
 	unsigned n_open;
+	struct list_node wb_list;       /* objects with dirty data, oldest first */
+	int commit_again;               /* a batch is wanted as soon as the running one ends */
 } C;
 
 /* A change to `o`: replies to calls sent before it are stale. */
+static void commit_start(void);
+
 static void changed(struct cache_object *o)
 {
 	o->gen = ++C.seq;
@@ -92,6 +97,54 @@ static void bytes_changed(uint64_t before, uint64_t after)
 	stats.cache_bytes += after - before;
 }
 
+static uint64_t dirty_bytes(const struct cache_object *o)
+{
+	return o->dirty.bytes + o->commit.bytes;
+}
+
+/* Keep cache.dirty.bytes and the list of dirty objects in step. */
+static void dirty_changed(struct cache_object *o, uint64_t before)
+{
+	uint64_t after = dirty_bytes(o);
+
+	stats.cache_dirty_bytes += after - before;
+	if (o->dirty.count == 0 && o->commit.count == 0)
+		list_del(&o->wb_link);
+	else if (list_empty(&o->wb_link))
+		list_add_tail(&C.wb_list, &o->wb_link);
+}
+
+static int64_t realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* extent_set_foreach callbacks: add to / remove from the set `ctx`. */
+static int add_range(uint64_t start, uint64_t end, void *ctx)
+{
+	extent_set_add(ctx, start, end);
+	return 0;
+}
+
+static int collect_range(uint64_t start, uint64_t end, void *ctx)
+{
+	uint64_t **p = ctx;
+
+	(*p)[0] = start;
+	(*p)[1] = end;
+	*p += 2;
+	return 0;
+}
+
+static int remove_range(uint64_t start, uint64_t end, void *ctx)
+{
+	extent_set_remove(ctx, start, end);
+	return 0;
+}
+
 static void table_grow(void)
 {
 	size_t n = C.nbuckets ? C.nbuckets * 2 : HASH_BUCKETS_MIN;
@@ -125,6 +178,9 @@ static struct cache_object *object_new(uint64_t id, const uint8_t *fh, uint32_t 
 	o->fh_len = fh_len;
 	o->fd = -1;
 	extent_set_init(&o->valid);
+	extent_set_init(&o->dirty);
+	extent_set_init(&o->commit);
+	list_init(&o->wb_link);
 	list_init(&o->dirty_link);
 	list_init(&o->waiters);
 	list_init(&o->fd_link);
@@ -173,13 +229,16 @@ void cache_invalidate(struct cache_object *o, const char *why)
 	uint64_t before = o->valid.bytes;
 
 	changed(o);
-	if (before == 0)
-		return;
+	if (before == dirty_bytes(o))
+		return;   /* nothing clean to drop */
 	log_debug("cache: object %llu invalidated: %s", (unsigned long long)o->id, why);
 	stats.cache_invalidations++;
 	extent_set_clear(&o->valid);
-	bytes_changed(before, 0);
-	if (o->fd >= 0)
+	/* dirty bytes are newer than anything upstream: never dropped here */
+	extent_set_foreach(&o->dirty, add_range, &o->valid);
+	extent_set_foreach(&o->commit, add_range, &o->valid);
+	bytes_changed(before, o->valid.bytes);
+	if (o->fd >= 0 && o->valid.count == 0)
 		backing_truncate(o->fd, 0);
 	mark_dirty(o);
 }
@@ -217,6 +276,20 @@ void cache_attrs_update(struct cache_object *o, const fattr3 *a, uint64_t gen_at
 {
 	if (o->gen > gen_at_start || a->type != NF3REG)
 		return;   /* started before a change that completed meanwhile */
+	if (o->wb_recover) {
+		/* dirty bytes from before a restart: written back only onto the
+		 * file they were written to, unchanged since */
+		o->wb_recover = 0;
+		if (!o->coh.known || !coherency_matches(o, a))
+			log_warning("cache: object %llu changed upstream while nfscached was "
+				    "stopped: %llu dirty bytes discarded",
+				    (unsigned long long)o->id,
+				    (unsigned long long)cache_dirty_drop(o, 0, UINT64_MAX));
+		else
+			log_info("cache: object %llu: %llu dirty bytes from before the restart "
+				 "to write back", (unsigned long long)o->id,
+				 (unsigned long long)dirty_bytes(o));
+	}
 	if (o->coh.known && !coherency_matches(o, a))
 		cache_invalidate(o, "changed upstream");
 	if (!o->coh.known || !coherency_matches(o, a))
@@ -266,10 +339,15 @@ int cache_change_done(struct cache_object *o, const wcc_data *wcc)
 
 void cache_truncate(struct cache_object *o, uint64_t size)
 {
-	uint64_t before = o->valid.bytes;
+	uint64_t before = o->valid.bytes, dbefore = dirty_bytes(o);
 
 	extent_set_remove(&o->valid, size, UINT64_MAX);
 	bytes_changed(before, o->valid.bytes);
+	extent_set_remove(&o->dirty, size, UINT64_MAX);
+	extent_set_remove(&o->commit, size, UINT64_MAX);
+	dirty_changed(o, dbefore);
+	if (o->local_size > size)
+		o->local_size = size;
 	if (o->fd >= 0)
 		backing_truncate(o->fd, size);
 	changed(o);
@@ -376,17 +454,192 @@ int cache_store(struct cache_object *o, uint64_t offset, const void *data, uint3
 	int fd = object_fd(o);
 	if (fd < 0)
 		return fd;
-	int rc = backing_write(fd, data, len, offset);
-	if (rc != 0) {
+	uint64_t end = offset + len, pos = offset, gs, ge, cs, ce;
+	/* one pwrite per part that is neither dirty nor sent: local bytes win */
+	while (extent_set_first_gap(&o->dirty, pos, end, &gs, &ge)) {
+		for (uint64_t p = gs; extent_set_first_gap(&o->commit, p, ge, &cs, &ce); p = ce) {
+			int rc = backing_write(fd, (const char *)data + (cs - offset),
+					       (size_t)(ce - cs), cs);
+			if (rc != 0) {
+				log_limited(LOG_LEVEL_WARNING, "cache: backing write of object %llu: %s",
+					    (unsigned long long)o->id, strerror(-rc));
+				return rc;
+			}
+			uint64_t before = o->valid.bytes;
+			extent_set_add(&o->valid, cs, ce);
+			bytes_changed(before, o->valid.bytes);
+		}
+		pos = ge;
+	}
+	mark_dirty(o);
+	return 0;
+}
+
+/* ---- write-back state ------------------------------------------------ */
+
+int cache_has_dirty(const struct cache_object *o)
+{
+	return o->dirty.count != 0 || o->commit.count != 0;
+}
+
+uint64_t cache_size(const struct cache_object *o)
+{
+	return cache_has_dirty(o) ? o->local_size : o->coh.size;
+}
+
+void cache_patch_attrs(const struct cache_object *o, fattr3 *a)
+{
+	if (!cache_has_dirty(o))
+		return;
+	a->size = o->local_size;
+	if (a->used < a->size)
+		a->used = a->size;
+	/* never older than what the upstream reported */
+	if (o->local_mtime_ns > ns_of(&a->mtime)) {
+		a->mtime.seconds = (uint32_t)(o->local_mtime_ns / 1000000000);
+		a->mtime.nseconds = (uint32_t)(o->local_mtime_ns % 1000000000);
+	}
+	if (ns_of(&a->mtime) > ns_of(&a->ctime))
+		a->ctime = a->mtime;
+}
+
+int cache_write_ready(struct cache_object *o, struct cache_waiter *w)
+{
+	if (o->wopen == 2)
+		return 1;
+	if (o->recorded_ranges == 0 && !o->wb_recover) {
+		/* the index trusts nothing of it that a write could contradict;
+		 * the mark goes with the next batch all the same */
+		if (o->wopen == 0) {
+			o->wopen = 1;
+			mark_dirty(o);
+		}
+		return 1;
+	}
+	o->wopen = 1;
+	mark_dirty(o);
+	cache_wait(o, w);
+	if (C.commit_running)
+		C.commit_again = 1;
+	else
+		commit_start();
+	return 0;
+}
+
+int cache_write_local(struct cache_object *o, uint64_t offset, const void *data, uint32_t len,
+		      const struct rpc_cred *cred)
+{
+	uint64_t size = cache_size(o), end = offset + len;
+	int fd = object_fd(o), rc;
+
+	if (fd < 0)
+		return fd;
+	assert(offset <= size || offset - size <= CACHE_WRITE_GAP_MAX);
+	if (offset > size) {
+		/* what extending the file leaves between: zeros, not the client's bytes */
+		void *zeros = calloc(1, (size_t)(offset - size));
+		if (!zeros)
+			abort();
+		rc = backing_write(fd, zeros, (size_t)(offset - size), size);
+		free(zeros);
+		if (rc != 0)
+			return rc;
+		uint64_t before = o->valid.bytes;
+		extent_set_add(&o->valid, size, offset);
+		bytes_changed(before, o->valid.bytes);
+	}
+	if ((rc = backing_write(fd, data, len, offset)) != 0) {
 		log_limited(LOG_LEVEL_WARNING, "cache: backing write of object %llu: %s",
 			    (unsigned long long)o->id, strerror(-rc));
 		return rc;
 	}
-	uint64_t before = o->valid.bytes;
-	extent_set_add(&o->valid, offset, offset + len);
+	uint64_t dbefore = dirty_bytes(o), before = o->valid.bytes;
+	if (!cache_has_dirty(o)) {
+		o->local_size = o->coh.size;
+		o->local_mtime_ns = o->coh.mtime_ns;
+	}
+	if (o->dirty.count == 0)
+		o->dirty_since = ev_now(C.loop);
+	extent_set_add(&o->valid, offset, end);
 	bytes_changed(before, o->valid.bytes);
+	extent_set_add(&o->dirty, offset, end);
+	dirty_changed(o, dbefore);
+	if (end > o->local_size)
+		o->local_size = end;
+	int64_t now = realtime_ns();
+	o->local_mtime_ns = now > o->local_mtime_ns ? now : o->local_mtime_ns + 1;
+	o->wb_cred = *cred;
+	stats.cache_write_bytes += len;
 	mark_dirty(o);
 	return 0;
+}
+
+uint64_t *cache_dirty_take(struct cache_object *o, size_t *n)
+{
+	uint64_t *ranges, *p;
+
+	*n = o->dirty.count;
+	if (*n == 0)
+		return NULL;
+	ranges = calloc(*n * 2, sizeof(*ranges));
+	if (!ranges)
+		abort();
+	p = ranges;
+	uint64_t before = dirty_bytes(o);
+	extent_set_foreach(&o->dirty, collect_range, &p);
+	extent_set_foreach(&o->dirty, add_range, &o->commit);
+	extent_set_clear(&o->dirty);
+	dirty_changed(o, before);
+	return ranges;
+}
+
+void cache_commit_settle(struct cache_object *o, enum cache_settle how)
+{
+	uint64_t before = dirty_bytes(o), vbefore = o->valid.bytes;
+
+	if (how == CACHE_RESEND) {
+		if (o->dirty.count == 0 && o->commit.count)
+			o->dirty_since = ev_now(C.loop);
+		extent_set_foreach(&o->commit, add_range, &o->dirty);
+	} else if (how == CACHE_FAILED) {
+		/* the backing bytes are not the upstream's; those written again
+		 * since are dirty and stay */
+		extent_set_foreach(&o->dirty, remove_range, &o->commit);
+		extent_set_foreach(&o->commit, remove_range, &o->valid);
+		bytes_changed(vbefore, o->valid.bytes);
+		changed(o);
+	}
+	extent_set_clear(&o->commit);
+	dirty_changed(o, before);
+	mark_dirty(o);
+}
+
+uint64_t cache_dirty_drop(struct cache_object *o, uint64_t start, uint64_t end)
+{
+	uint64_t before = dirty_bytes(o), vbefore = o->valid.bytes;
+	struct extent_set gone;
+
+	extent_set_init(&gone);
+	extent_set_foreach(&o->dirty, add_range, &gone);
+	extent_set_foreach(&o->commit, add_range, &gone);
+	extent_set_remove(&gone, 0, start);
+	extent_set_remove(&gone, end, UINT64_MAX);
+	uint64_t n = gone.bytes;
+	extent_set_remove(&o->dirty, start, end);
+	extent_set_remove(&o->commit, start, end);
+	/* their bytes in the backing file are not the upstream's */
+	extent_set_foreach(&gone, remove_range, &o->valid);
+	extent_set_clear(&gone);
+	bytes_changed(vbefore, o->valid.bytes);
+	dirty_changed(o, before);
+	changed(o);
+	mark_dirty(o);
+	return n;
+}
+
+struct list_node *cache_dirty_list(void)
+{
+	return &C.wb_list;
 }
 
 /*
@@ -457,6 +710,7 @@ struct read_job {
 	void (*done)(void *arg, int rc);
 	void *arg;
 	uint64_t seq;         /* the object's generation when the read started */
+	int raw;              /* bytes of the backing file, whatever their state */
 };
 
 static void read_job_work(void *arg)
@@ -483,7 +737,9 @@ static void read_job_done(void *arg)
 
 	stats.backing_read_calls++;
 	close(j->fd);
-	if (j->got != (ssize_t)j->len) {
+	if (j->raw) {
+		rc = j->got == (ssize_t)j->len ? 0 : -EIO;
+	} else if (j->got != (ssize_t)j->len) {
 		cache_invalidate(j->o, "backing file shorter than its valid data");
 		rc = -EIO;
 	} else if (j->seq != j->o->gen ||
@@ -495,13 +751,16 @@ static void read_job_done(void *arg)
 	free(j);
 }
 
-void cache_read_async(struct cache_object *o, uint64_t offset, void *buf, uint32_t len,
-		      void (*done)(void *arg, int rc), void *arg)
+static void read_async(struct cache_object *o, uint64_t offset, void *buf, uint32_t len,
+		       void (*done)(void *arg, int rc), void *arg, int raw)
 {
 	struct read_job *j = calloc(1, sizeof(*j));
 
 	if (!j)
 		abort();
+	if (raw)
+		object_fd(o);
+	j->raw = raw;
 	j->o = o;
 	j->seq = o->gen;
 	j->fd = o->fd >= 0 ? dup(o->fd) : -1;
@@ -516,6 +775,18 @@ void cache_read_async(struct cache_object *o, uint64_t offset, void *buf, uint32
 		return;
 	}
 	worker_submit(C.workers, read_job_work, read_job_done, j);
+}
+
+void cache_read_async(struct cache_object *o, uint64_t offset, void *buf, uint32_t len,
+		      void (*done)(void *arg, int rc), void *arg)
+{
+	read_async(o, offset, buf, len, done, arg, 0);
+}
+
+void cache_read_backing_async(struct cache_object *o, uint64_t offset, void *buf, uint32_t len,
+			      void (*done)(void *arg, int rc), void *arg)
+{
+	read_async(o, offset, buf, len, done, arg, 1);
 }
 
 void cache_wait(struct cache_object *o, struct cache_waiter *w)
@@ -568,16 +839,6 @@ struct commit_job {
 	int rc;               /* index_write's */
 };
 
-static int collect_range(uint64_t start, uint64_t end, void *ctx)
-{
-	uint64_t **p = ctx;
-
-	(*p)[0] = start;
-	(*p)[1] = end;
-	*p += 2;
-	return 0;
-}
-
 static void commit_work(void *arg)
 {
 	struct commit_job *job = arg;
@@ -593,16 +854,29 @@ static void commit_done(void *arg)
 {
 	struct commit_job *job = arg;
 
-	if (job->rc != 0)   /* nothing of it was stored: the next batch tries again */
-		for (size_t i = 0; i < job->n; i++)
-			mark_dirty(job->objs[i]);
+	C.commit_running = 0;
+	for (size_t i = 0; i < job->n; i++) {
+		struct cache_object *o = job->objs[i];
+		if (job->rc != 0) {
+			mark_dirty(o);   /* nothing of it was stored: the next batch tries again */
+			continue;
+		}
+		o->recorded_ranges = job->recs[i].nranges;
+		if (job->recs[i].wopen && o->wopen == 1) {
+			o->wopen = 2;    /* recorded: local writes may go ahead */
+			cache_wake(o);
+		}
+	}
 	free(job->objs);
 
 	free(job->recs);
 	free(job->fds);
 	free(job->ranges);
 	free(job);
-	C.commit_running = 0;
+	if (C.commit_again) {
+		C.commit_again = 0;
+		commit_start();
+	}
 }
 
 /* Snapshot the changed objects and hand them to a worker. */
@@ -616,7 +890,7 @@ static void commit_start(void)
 	list_for_each_safe(pos, tmp, &C.dirty) {
 		struct cache_object *o = list_entry(pos, struct cache_object, dirty_link);
 		n++;
-		nranges += o->valid.count;
+		nranges += o->valid.count + o->dirty.count + o->commit.count;
 	}
 	struct commit_job *job = calloc(1, sizeof(*job));
 	if (!job)
@@ -644,6 +918,19 @@ static void commit_start(void)
 		r->ranges = rp;
 		r->nranges = o->valid.count;
 		extent_set_foreach(&o->valid, collect_range, &rp);
+		struct extent_set unsynced;   /* dirty ∪ commit */
+		extent_set_init(&unsynced);
+		extent_set_foreach(&o->dirty, add_range, &unsynced);
+		extent_set_foreach(&o->commit, add_range, &unsynced);
+		r->dirty = rp;
+		r->ndirty = unsynced.count;
+		extent_set_foreach(&unsynced, collect_range, &rp);
+		extent_set_clear(&unsynced);
+		r->wopen = o->wopen != 0;
+		r->wb_uid = o->wb_cred.uid;
+		r->wb_gid = o->wb_cred.gid;
+		r->wb_ngids = o->wb_cred.gids_len;
+		memcpy(r->wb_gids, o->wb_cred.gids, sizeof(r->wb_gids));
 		if (o->fd >= 0 && o->valid.count) {
 			int d = dup(o->fd);
 			if (d >= 0)
@@ -678,6 +965,8 @@ static void objects_free(void)
 			if (o->fd >= 0)
 				close(o->fd);
 			extent_set_clear(&o->valid);
+			extent_set_clear(&o->dirty);
+			extent_set_clear(&o->commit);
 			free(o);
 		}
 	}
@@ -703,6 +992,34 @@ static int load_one(const struct index_record *r, void *ctx)
 	o->last_access_s = r->last_access_s;
 	for (size_t i = 0; i < r->nranges; i++)
 		extent_set_add(&o->valid, r->ranges[2 * i], r->ranges[2 * i + 1]);
+	if (r->wopen) {
+		/* written to when the daemon stopped without a last batch: writes
+		 * not recorded may lie over recorded ranges; only the recorded
+		 * dirty bytes are kept (CacheFiles' "in use" mark) */
+		extent_set_clear(&o->valid);
+	}
+	for (size_t i = 0; i < r->ndirty; i++) {
+		extent_set_add(&o->valid, r->dirty[2 * i], r->dirty[2 * i + 1]);
+		extent_set_add(&o->dirty, r->dirty[2 * i], r->dirty[2 * i + 1]);
+	}
+	if (o->dirty.count) {
+		/* written back once the upstream file is shown unchanged since */
+		o->wb_recover = 1;
+		o->wb_cred.flavor = RPC_AUTH_SYS;
+		o->wb_cred.uid = r->wb_uid;
+		o->wb_cred.gid = r->wb_gid;
+		o->wb_cred.gids_len = r->wb_ngids <= RPC_AUTH_SYS_MAX_GIDS ? r->wb_ngids : 0;
+		memcpy(o->wb_cred.gids, r->wb_gids, sizeof(o->wb_cred.gids));
+		snprintf(o->wb_cred.machinename, sizeof(o->wb_cred.machinename), "nfscached");
+		o->local_size = o->coh.size;
+		uint64_t end = r->dirty[2 * r->ndirty - 1];
+		if (end > o->local_size)
+			o->local_size = end;
+		o->local_mtime_ns = o->coh.mtime_ns;
+		o->dirty_since = ev_now(C.loop);
+		dirty_changed(o, 0);
+	}
+	o->recorded_ranges = r->nranges;
 	stats.cache_bytes += o->valid.bytes;
 	return 0;
 }
@@ -719,6 +1036,7 @@ int cache_init(struct ev_loop *loop, const struct nfsd_config *cfg, const char *
 	C.lock_fd = -1;
 	list_init(&C.dirty);
 	list_init(&C.open_fds);
+	list_init(&C.wb_list);
 	if ((rc = backing_init(cfg->cache_dir)) != 0)
 		goto fail;
 	/* one daemon per cache directory: another would reset an index it
@@ -787,6 +1105,14 @@ void cache_finalise(void)
 	worker_pool_free(C.workers);
 	C.workers = worker_pool_new(C.loop, 1);
 	C.commit_running = 0;
+	C.commit_again = 0;
+	/* a clean stop: every write is in the last batch */
+	for (size_t i = 0; i < C.nbuckets; i++)
+		for (struct cache_object *o = C.buckets[i]; o; o = o->hash_next)
+			if (o->wopen) {
+				o->wopen = 0;
+				mark_dirty(o);
+			}
 	commit_start();
 	worker_pool_free(C.workers);
 	C.workers = NULL;

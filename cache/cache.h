@@ -66,6 +66,28 @@ struct cache_object {
 	int changes_in_flight;           /* our WRITE/SETATTR calls not answered yet */
 	uint64_t next_offset;            /* end of the last READ: sequential access */
 	uint64_t readahead_end;          /* readahead issued up to here */
+
+	/* write-back (DESIGN.md "Write-back"); dirty ⊆ valid, commit ⊆ valid */
+	struct extent_set dirty;         /* written locally, not sent upstream yet: per page
+					  * the merged ranges are wb_pgbase/wb_bytes */
+	struct extent_set commit;        /* sent upstream UNSTABLE by the running pass,
+					  * not committed yet */
+	uint64_t local_size;             /* bytes: the size clients see while dirty */
+	int64_t local_mtime_ns;          /* mtime and ctime clients see while dirty */
+	struct rpc_cred wb_cred;         /* writer of the dirty bytes; write-back uses it */
+	struct list_node wb_link;        /* in the list of objects with dirty data */
+	ev_tstamp dirty_since;           /* loop time the oldest dirty byte was written */
+	int wopen;                       /* 0; 1 = "written to" requested in the index;
+					  * 2 = recorded (local writes may go ahead) */
+	size_t recorded_ranges;          /* valid ranges the index holds for it now */
+	int wb_recover;                  /* dirty ranges from the index, kept only if the
+					  * upstream file is unchanged since (first attributes);
+					  * 2 = their GETATTR is in flight */
+	void *wb;                        /* the write-back pass running (writeback.c) */
+	uint64_t wb_started, wb_done;    /* passes started / finished */
+	uint32_t wb_error;               /* nfsstat3 of a failed write-back, reported by the
+					  * next COMMIT; 0 = none */
+	int removed;                     /* the file's last link was removed through us */
 };
 
 /* A call waiting for something in flight on an object (a fetch, GETATTR). */
@@ -116,11 +138,12 @@ void cache_attrs_update(struct cache_object *o, const fattr3 *a, uint64_t gen_at
  */
 int cache_change_done(struct cache_object *o, const wcc_data *wcc);
 
-/* Drop the object's data (not the object): counted in cache.invalidations. */
+/* Drop the object's clean data (not the object, never its dirty bytes):
+ * counted in cache.invalidations. */
 void cache_invalidate(struct cache_object *o, const char *why);
 
 /* Cut the data at `size` bytes (SETATTR of the size), the tail of the last
- * partial page included. */
+ * partial page and dirty bytes past it included. */
 void cache_truncate(struct cache_object *o, uint64_t size);
 
 /* Were the coherency data confirmed within cache.acregmax? */
@@ -133,7 +156,8 @@ int cache_access_granted(const struct cache_object *o, const struct rpc_cred *cr
 
 /*
  * Data fetched from the upstream (or written through it) for [offset,
- * offset + len): written to the backing file with one pwrite, then marked
+ * offset + len): written to the backing file with one pwrite per part not
+ * dirty (merged under local dirty bytes, which are newer), then marked
  * valid — unless the generation moved on since `gen_at_start`.  A failed
  * write marks nothing.  Returns 0, -ESTALE (dropped: stale), or -errno.
  */
@@ -169,6 +193,75 @@ void cache_wake(struct cache_object *o);
 
 /* Note a use of `o` (for least-recently-used order; persisted in batches). */
 void cache_touch(struct cache_object *o);
+
+/* ---- write-back state (DESIGN.md "Write-back") -------------------- */
+
+/* 1 when `o` holds bytes not committed upstream yet (dirty, or sent and
+ * awaiting the upstream COMMIT). */
+int cache_has_dirty(const struct cache_object *o);
+
+/* The file size clients see, bytes: the upstream's, or while dirty, the
+ * upstream's extended by local writes. */
+uint64_t cache_size(const struct cache_object *o);
+
+/* While `o` is dirty, give `a` (attributes of `o` from the upstream or the
+ * cache) the local size, mtime and ctime; otherwise leave it alone. */
+void cache_patch_attrs(const struct cache_object *o, fattr3 *a);
+
+/*
+ * Before the first local write of this daemon life to an object holding
+ * valid data, the index must record that the object is being written
+ * (after a crash its unrecorded writes may sit on top of recorded ranges,
+ * which are then not trusted).  Returns 1 when local writes may go ahead,
+ * else 0: the record is on its way, and `w` is woken (cache_wake) once it
+ * is in the index.
+ */
+int cache_write_ready(struct cache_object *o, struct cache_waiter *w);
+
+/*
+ * An UNSTABLE WRITE accepted locally (RFC 1813 §3.3.7): `len` bytes at
+ * `offset` go to the backing file with one pwrite and become valid and
+ * dirty; bytes between the current size and `offset` (at most
+ * CACHE_WRITE_GAP_MAX) are stored as zeros, valid but not dirty.  `cred`
+ * becomes the object's write-back credential (the caller flushes first when
+ * another credential holds dirty data).  Needs cache_write_ready().
+ * Returns 0, or -errno of the backing write (nothing changed then).
+ */
+#define CACHE_WRITE_GAP_MAX (1024 * 1024)
+int cache_write_local(struct cache_object *o, uint64_t offset, const void *data, uint32_t len,
+		      const struct rpc_cred *cred);
+
+/*
+ * Start a write-back pass: every dirty range moves to the commit set.
+ * Returns the ranges as *n pairs (start, end) in a malloc'd array the
+ * caller frees; NULL with *n = 0 when nothing is dirty.
+ */
+uint64_t *cache_dirty_take(struct cache_object *o, size_t *n);
+
+/*
+ * The pass ended: CACHE_COMMITTED, its bytes are committed upstream and
+ * clean (still valid); CACHE_RESEND, they are dirty again (a changed
+ * upstream verifier, an upstream that did not answer); CACHE_FAILED, the
+ * upstream refused them for good: they are forgotten, and no longer valid
+ * unless written again meanwhile.
+ */
+enum cache_settle { CACHE_COMMITTED, CACHE_RESEND, CACHE_FAILED };
+void cache_commit_settle(struct cache_object *o, enum cache_settle how);
+
+/*
+ * Forget dirty and sent bytes in [start, end) and their data (no longer
+ * valid): a write-back that failed for good, a file removed.  Returns the
+ * bytes dropped.
+ */
+uint64_t cache_dirty_drop(struct cache_object *o, uint64_t start, uint64_t end);
+
+/* The objects holding dirty data, in the order they became dirty. */
+struct list_node *cache_dirty_list(void);
+
+/* Read `len` bytes at `offset` of the backing file (dirty data for a
+ * write-back) on a worker thread; done(arg, rc) on the loop: 0, or -EIO. */
+void cache_read_backing_async(struct cache_object *o, uint64_t offset, void *buf, uint32_t len,
+			      void (*done)(void *arg, int rc), void *arg);
 
 /* The volume's configuration. */
 const struct nfsd_config *cache_config(void);

@@ -6,7 +6,9 @@
  *
  * sqlite integers are signed 64-bit, so unsigned values (ids, sizes, file
  * ids, range offsets) are stored in two's complement: values above
- * INT64_MAX are negative in the file and come back unchanged.
+ * INT64_MAX are negative in the file and come back unchanged.  uids and gids
+ * fit as they are; the supplementary gids are one blob of little-endian
+ * 32-bit values, so the file does not depend on the host.
  */
 #include "config.h"
 
@@ -24,7 +26,7 @@
 #include "daemon/log.h"
 
 /* Bump on any change to the tables below: an index of another version is reset. */
-#define INDEX_SCHEMA_VERSION 1
+#define INDEX_SCHEMA_VERSION 2
 #define INDEX_STR(x) INDEX_STR_(x)
 #define INDEX_STR_(x) #x
 
@@ -33,21 +35,32 @@
 	"CREATE TABLE objects (id INTEGER PRIMARY KEY, volume TEXT NOT NULL," \
 	" fh BLOB NOT NULL, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL," \
 	" ctime_ns INTEGER NOT NULL, fileid INTEGER NOT NULL," \
-	" last_access INTEGER NOT NULL, UNIQUE (volume, fh))"
+	" last_access INTEGER NOT NULL, wopen INTEGER NOT NULL," \
+	" wb_uid INTEGER NOT NULL, wb_gid INTEGER NOT NULL, wb_gids BLOB NOT NULL," \
+	" UNIQUE (volume, fh))"
 #define INDEX_RANGES_SQL \
 	"CREATE TABLE ranges (object INTEGER NOT NULL, start INTEGER NOT NULL," \
 	" \"end\" INTEGER NOT NULL, PRIMARY KEY (object, start)) WITHOUT ROWID"
+#define INDEX_DIRTY_RANGES_SQL \
+	"CREATE TABLE dirty_ranges (object INTEGER NOT NULL, start INTEGER NOT NULL," \
+	" \"end\" INTEGER NOT NULL, PRIMARY KEY (object, start)) WITHOUT ROWID"
+
+_Static_assert(sizeof(((struct index_record *)0)->wb_gids) == INDEX_GIDS_MAX * sizeof(uint32_t),
+	       "wb_gids holds INDEX_GIDS_MAX gids");
 
 enum index_stmt {
 	ST_BEGIN,
 	ST_COMMIT,
 	ST_ROLLBACK,
 	ST_DELETE_RANGES,
+	ST_DELETE_DIRTY,
 	ST_DELETE_OBJECT,
 	ST_UPSERT_OBJECT,
 	ST_INSERT_RANGE,
+	ST_INSERT_DIRTY,
 	ST_LOAD_OBJECTS,
 	ST_LOAD_RANGES,
+	ST_LOAD_DIRTY,
 	ST_MAX_ID,
 	ST_TABLE_SQL,
 	ST_COUNT
@@ -61,6 +74,7 @@ static const struct {
 	[ST_COMMIT] = { "commit", "COMMIT" },
 	[ST_ROLLBACK] = { "rollback", "ROLLBACK" },
 	[ST_DELETE_RANGES] = { "delete ranges", "DELETE FROM ranges WHERE object = ?1" },
+	[ST_DELETE_DIRTY] = { "delete dirty ranges", "DELETE FROM dirty_ranges WHERE object = ?1" },
 	[ST_DELETE_OBJECT] = { "delete object", "DELETE FROM objects WHERE id = ?1" },
 	/*
 	 * An upsert on the id rather than INSERT OR REPLACE: REPLACE would
@@ -68,18 +82,28 @@ static const struct {
 	 * orphan its backing file; here that is an error and a rollback.
 	 */
 	[ST_UPSERT_OBJECT] = { "upsert object",
-		"INSERT INTO objects (id, volume, fh, size, mtime_ns, ctime_ns, fileid, last_access)"
-		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT (id) DO UPDATE SET"
+		"INSERT INTO objects (id, volume, fh, size, mtime_ns, ctime_ns, fileid, last_access,"
+		" wopen, wb_uid, wb_gid, wb_gids)"
+		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"
+		" ON CONFLICT (id) DO UPDATE SET"
 		" volume = excluded.volume, fh = excluded.fh, size = excluded.size,"
 		" mtime_ns = excluded.mtime_ns, ctime_ns = excluded.ctime_ns,"
-		" fileid = excluded.fileid, last_access = excluded.last_access" },
+		" fileid = excluded.fileid, last_access = excluded.last_access,"
+		" wopen = excluded.wopen, wb_uid = excluded.wb_uid, wb_gid = excluded.wb_gid,"
+		" wb_gids = excluded.wb_gids" },
 	[ST_INSERT_RANGE] = { "insert range",
 		"INSERT INTO ranges (object, start, \"end\") VALUES (?1, ?2, ?3)" },
+	[ST_INSERT_DIRTY] = { "insert dirty range",
+		"INSERT INTO dirty_ranges (object, start, \"end\") VALUES (?1, ?2, ?3)" },
 	[ST_LOAD_OBJECTS] = { "load objects",
-		"SELECT id, volume, fh, size, mtime_ns, ctime_ns, fileid, last_access"
+		"SELECT id, volume, fh, size, mtime_ns, ctime_ns, fileid, last_access,"
+		" wopen, wb_uid, wb_gid, wb_gids"
 		" FROM objects WHERE id BETWEEN ?1 AND ?2 ORDER BY id" },
 	[ST_LOAD_RANGES] = { "load ranges",
 		"SELECT object, start, \"end\" FROM ranges"
+		" WHERE object BETWEEN ?1 AND ?2 ORDER BY object, start" },
+	[ST_LOAD_DIRTY] = { "load dirty ranges",
+		"SELECT object, start, \"end\" FROM dirty_ranges"
 		" WHERE object BETWEEN ?1 AND ?2 ORDER BY object, start" },
 	/* Stored ids below zero are the largest unsigned ones. */
 	[ST_MAX_ID] = { "max id",
@@ -95,12 +119,19 @@ static const int64_t index_load_bounds[2][2] = {
 	{ INT64_MIN, -1 },
 };
 
+/* index_load: the (start, end) pairs of the current object, reused across objects. */
+struct index_pairs {
+	uint64_t *v;                      /* 2 * cap values */
+	size_t cap;                       /* pairs allocated */
+};
+
 struct cache_index {
 	sqlite3 *db;
 	char *path;                       /* DIR/index.sqlite, for log lines */
 	sqlite3_stmt *st[ST_COUNT];       /* prepared once, reset after every use */
-	uint64_t *ranges;                 /* index_load: pairs of the current object */
-	size_t ranges_cap;                /* pairs allocated in `ranges` */
+	struct index_pairs ranges;        /* index_load: valid ranges of the current object */
+	struct index_pairs dirty;         /* index_load: dirty ranges of the current object */
+	int gids_logged;                  /* index_load: a bad gid list was logged in this load */
 };
 
 /* Two's complement without the implementation-defined unsigned-to-signed cast. */
@@ -152,10 +183,10 @@ static int index_query_text(struct cache_index *ix, const char *sql, char *buf, 
 }
 
 /*
- * WAL with synchronous=NORMAL: a commit appends to the WAL and syncs nothing;
- * only checkpoints sync.  A power cut can lose the last commits but never
- * leaves the file inconsistent, and a lost commit only forgets ranges, which
- * then count as invalid: the safe direction.
+ * WAL with synchronous=FULL: every commit syncs the WAL, so a batch that
+ * recorded dirty ranges or a wopen flag survives a power cut once
+ * index_write returned (local writes wait for that record).  One sync per
+ * batch, not per READ.
  */
 static int index_configure(struct cache_index *ix)
 {
@@ -167,7 +198,7 @@ static int index_configure(struct cache_index *ix)
 		log_warning("index: %s: journal mode is %s, not wal", ix->path, mode);
 		return -EIO;
 	}
-	if (sqlite3_exec(ix->db, "PRAGMA synchronous = NORMAL", NULL, NULL, NULL) != SQLITE_OK) {
+	if (sqlite3_exec(ix->db, "PRAGMA synchronous = FULL", NULL, NULL, NULL) != SQLITE_OK) {
 		log_warning("index: %s: synchronous: %s", ix->path, sqlite3_errmsg(ix->db));
 		return -EIO;
 	}
@@ -177,6 +208,7 @@ static int index_configure(struct cache_index *ix)
 static int index_create_schema(struct cache_index *ix)
 {
 	static const char sql[] = "BEGIN; " INDEX_OBJECTS_SQL "; " INDEX_RANGES_SQL
+		"; " INDEX_DIRTY_RANGES_SQL
 		"; PRAGMA user_version = " INDEX_STR(INDEX_SCHEMA_VERSION) "; COMMIT";
 
 	/* On failure the open transaction dies with the connection. */
@@ -262,7 +294,8 @@ void index_close(struct cache_index *ix)
 	/* Every statement is finalized, so this cannot be SQLITE_BUSY. */
 	if (sqlite3_close(ix->db) != SQLITE_OK)
 		log_error("index: %s: close: %s", ix->path, sqlite3_errmsg(ix->db));
-	free(ix->ranges);
+	free(ix->ranges.v);
+	free(ix->dirty.v);
 	free(ix->path);
 	free(ix);
 }
@@ -286,7 +319,8 @@ static struct cache_index *index_try_open(const char *path)
 	}
 	if (index_configure(ix) < 0 || index_check(ix) < 0 || index_prepare(ix) < 0 ||
 	    index_check_table(ix, "objects", INDEX_OBJECTS_SQL) < 0 ||
-	    index_check_table(ix, "ranges", INDEX_RANGES_SQL) < 0) {
+	    index_check_table(ix, "ranges", INDEX_RANGES_SQL) < 0 ||
+	    index_check_table(ix, "dirty_ranges", INDEX_DIRTY_RANGES_SQL) < 0) {
 		index_close(ix);
 		return NULL;
 	}
@@ -328,6 +362,29 @@ struct cache_index *index_open(const char *dir, int *was_reset)
 	return ix;
 }
 
+/*
+ * The gid list from a wb_gids blob.  Anything but a whole number of at most
+ * INDEX_GIDS_MAX gids is a damaged row: keep the whole gids that fit, and
+ * log the first such object of a load only.
+ */
+static void index_gids_from_db(struct cache_index *ix, sqlite3_stmt *st, int col,
+			       struct index_record *rec)
+{
+	const uint8_t *p = sqlite3_column_blob(st, col);
+	size_t len = (size_t)sqlite3_column_bytes(st, col);
+
+	rec->wb_ngids = (uint32_t)(len / 4 < INDEX_GIDS_MAX ? len / 4 : INDEX_GIDS_MAX);
+	if ((len % 4 != 0 || len / 4 > INDEX_GIDS_MAX) && !ix->gids_logged) {
+		log_warning("index: %s: object %" PRIu64 ": gid list of %zu bytes, using %" PRIu32
+			    " gids (further objects not logged)", ix->path, rec->id, len,
+			    rec->wb_ngids);
+		ix->gids_logged = 1;
+	}
+	for (uint32_t i = 0; i < rec->wb_ngids; i++, p += 4)
+		rec->wb_gids[i] = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+				  (uint32_t)p[3] << 24;
+}
+
 /* Fill rec from the current row of ST_LOAD_OBJECTS (ranges excepted). */
 static int index_row_to_record(struct cache_index *ix, sqlite3_stmt *st,
 			       struct index_record *rec)
@@ -350,19 +407,23 @@ static int index_row_to_record(struct cache_index *ix, sqlite3_stmt *st,
 	rec->ctime_ns = sqlite3_column_int64(st, 5);
 	rec->fileid = u64_from_db(sqlite3_column_int64(st, 6));
 	rec->last_access_s = sqlite3_column_int64(st, 7);
+	rec->wopen = sqlite3_column_int64(st, 8) != 0;
+	rec->wb_uid = (uint32_t)sqlite3_column_int64(st, 9);   /* modulo 2^32: stored in range */
+	rec->wb_gid = (uint32_t)sqlite3_column_int64(st, 10);
+	index_gids_from_db(ix, st, 11, rec);
 	return 0;
 }
 
-static void index_ranges_append(struct cache_index *ix, size_t n, int64_t start, int64_t end)
+static void index_pairs_append(struct index_pairs *p, size_t n, int64_t start, int64_t end)
 {
-	if (n == ix->ranges_cap) {
-		ix->ranges_cap = ix->ranges_cap ? 2 * ix->ranges_cap : 64;
-		ix->ranges = realloc(ix->ranges, ix->ranges_cap * 2 * sizeof(*ix->ranges));
-		if (!ix->ranges)
+	if (n == p->cap) {
+		p->cap = p->cap ? 2 * p->cap : 64;
+		p->v = realloc(p->v, p->cap * 2 * sizeof(*p->v));
+		if (!p->v)
 			abort();
 	}
-	ix->ranges[2 * n] = u64_from_db(start);
-	ix->ranges[2 * n + 1] = u64_from_db(end);
+	p->v[2 * n] = u64_from_db(start);
+	p->v[2 * n + 1] = u64_from_db(end);
 }
 
 static void index_ranges_reverse(uint64_t *pairs, size_t n)
@@ -398,14 +459,16 @@ static void index_ranges_unsigned_order(uint64_t *pairs, size_t n)
 }
 
 /*
- * Advance the ranges cursor (last step result `rc`) past the rows of object
- * `id`, collecting them into ix->ranges.  Both cursors run in the same id
- * order, so rows of ids below `id` belong to no object and are skipped.
- * Returns the last step result.
+ * Advance the cursor of statement `s` (ST_LOAD_RANGES or ST_LOAD_DIRTY, last
+ * step result `rc`) past the rows of object `id`, collecting them into
+ * `pairs`.  The cursors run in the same id order as the objects one, so rows
+ * of ids below `id` belong to no object and are skipped.  Returns the last
+ * step result.
  */
-static int index_collect_ranges(struct cache_index *ix, int rc, int64_t id, size_t *npairs)
+static int index_collect_pairs(struct cache_index *ix, enum index_stmt s, int rc, int64_t id,
+			       struct index_pairs *pairs, size_t *npairs)
 {
-	sqlite3_stmt *st = ix->st[ST_LOAD_RANGES];
+	sqlite3_stmt *st = ix->st[s];
 	int64_t object;
 
 	*npairs = 0;
@@ -414,42 +477,58 @@ static int index_collect_ranges(struct cache_index *ix, int rc, int64_t id, size
 		if (object > id)
 			break;
 		if (object == id) {
-			index_ranges_append(ix, *npairs, sqlite3_column_int64(st, 1),
-					    sqlite3_column_int64(st, 2));
+			index_pairs_append(pairs, *npairs, sqlite3_column_int64(st, 1),
+					   sqlite3_column_int64(st, 2));
 			(*npairs)++;
 		}
 	}
-	index_ranges_unsigned_order(ix->ranges, *npairs);
+	index_ranges_unsigned_order(pairs->v, *npairs);
 	return rc;
 }
 
-/* index_load over the stored ids in [lo, hi]: objects and ranges merged. */
+/* A cursor still usable: on a row or at its end. */
+static int index_cursor_ok(int rc)
+{
+	return rc == SQLITE_ROW || rc == SQLITE_DONE;
+}
+
+/* Bind [lo, hi] to a load cursor and step it to its first row. */
+static int index_load_start(struct cache_index *ix, enum index_stmt s, int64_t lo, int64_t hi)
+{
+	sqlite3_stmt *st = ix->st[s];
+
+	sqlite3_reset(st);   /* a cursor must be reset before it can be rebound */
+	sqlite3_bind_int64(st, 1, lo);
+	sqlite3_bind_int64(st, 2, hi);
+	return sqlite3_step(st);
+}
+
+/* index_load over the stored ids in [lo, hi]: objects, ranges and dirty ranges merged. */
 static int index_load_span(struct cache_index *ix, int64_t lo, int64_t hi,
 			   int (*fn)(const struct index_record *rec, void *ctx), void *ctx)
 {
-	sqlite3_stmt *obj = ix->st[ST_LOAD_OBJECTS], *rng = ix->st[ST_LOAD_RANGES];
 	struct index_record rec;
-	int orc, rrc, ret;
+	int orc, rrc, drc, ret;
+	int64_t id;
 
-	sqlite3_reset(obj);   /* a cursor must be reset before it can be rebound */
-	sqlite3_reset(rng);
-	sqlite3_bind_int64(obj, 1, lo);
-	sqlite3_bind_int64(obj, 2, hi);
-	sqlite3_bind_int64(rng, 1, lo);
-	sqlite3_bind_int64(rng, 2, hi);
-	rrc = sqlite3_step(rng);
-	while ((orc = sqlite3_step(obj)) == SQLITE_ROW) {
-		if (index_row_to_record(ix, obj, &rec) < 0)
+	orc = index_load_start(ix, ST_LOAD_OBJECTS, lo, hi);
+	rrc = index_load_start(ix, ST_LOAD_RANGES, lo, hi);
+	drc = index_load_start(ix, ST_LOAD_DIRTY, lo, hi);
+	for (; orc == SQLITE_ROW; orc = sqlite3_step(ix->st[ST_LOAD_OBJECTS])) {
+		if (index_row_to_record(ix, ix->st[ST_LOAD_OBJECTS], &rec) < 0)
 			return -EIO;
-		rrc = index_collect_ranges(ix, rrc, u64_to_db(rec.id), &rec.nranges);
-		if (rrc != SQLITE_ROW && rrc != SQLITE_DONE)
+		id = u64_to_db(rec.id);
+		rrc = index_collect_pairs(ix, ST_LOAD_RANGES, rrc, id, &ix->ranges, &rec.nranges);
+		drc = index_collect_pairs(ix, ST_LOAD_DIRTY, drc, id, &ix->dirty, &rec.ndirty);
+		if (!index_cursor_ok(rrc) || !index_cursor_ok(drc))
 			break;
-		rec.ranges = ix->ranges;
+		rec.ranges = ix->ranges.v;
+		rec.dirty = ix->dirty.v;
 		ret = fn(&rec, ctx);
 		if (ret)
 			return ret;
 	}
-	if (orc == SQLITE_DONE && (rrc == SQLITE_ROW || rrc == SQLITE_DONE))
+	if (orc == SQLITE_DONE && index_cursor_ok(rrc) && index_cursor_ok(drc))
 		return 0;
 	index_log_sqlite(ix, "load");
 	return -EIO;
@@ -460,11 +539,13 @@ int index_load(struct cache_index *ix, int (*fn)(const struct index_record *rec,
 {
 	int ret = 0;
 
+	ix->gids_logged = 0;
 	for (int i = 0; i < 2 && ret == 0; i++)
 		ret = index_load_span(ix, index_load_bounds[i][0], index_load_bounds[i][1], fn, ctx);
 	/* Reset so that no read transaction stays open behind the cursors. */
 	sqlite3_reset(ix->st[ST_LOAD_OBJECTS]);
 	sqlite3_reset(ix->st[ST_LOAD_RANGES]);
+	sqlite3_reset(ix->st[ST_LOAD_DIRTY]);
 	return ret;
 }
 
@@ -481,27 +562,48 @@ uint64_t index_max_id(struct cache_index *ix)
 	return id;
 }
 
-static int index_write_ranges(struct cache_index *ix, const struct index_record *rec)
+/* Insert `n` pairs of object `id` with statement `s` (ST_INSERT_RANGE or ST_INSERT_DIRTY). */
+static int index_write_pairs(struct cache_index *ix, enum index_stmt s, uint64_t id,
+			     const uint64_t *pairs, size_t n)
 {
-	sqlite3_stmt *st = ix->st[ST_INSERT_RANGE];
+	sqlite3_stmt *st = ix->st[s];
 
-	for (size_t i = 0; i < rec->nranges; i++) {
-		sqlite3_bind_int64(st, 1, u64_to_db(rec->id));
-		sqlite3_bind_int64(st, 2, u64_to_db(rec->ranges[2 * i]));
-		sqlite3_bind_int64(st, 3, u64_to_db(rec->ranges[2 * i + 1]));
-		if (index_step_done(ix, ST_INSERT_RANGE) < 0)
+	for (size_t i = 0; i < n; i++) {
+		sqlite3_bind_int64(st, 1, u64_to_db(id));
+		sqlite3_bind_int64(st, 2, u64_to_db(pairs[2 * i]));
+		sqlite3_bind_int64(st, 3, u64_to_db(pairs[2 * i + 1]));
+		if (index_step_done(ix, s) < 0)
 			return -EIO;
 	}
 	return 0;
 }
 
+/* The wb_gids blob: rec->wb_ngids little-endian u32s into buf; returns its bytes. */
+static int index_gids_to_db(const struct index_record *rec, uint8_t buf[INDEX_GIDS_MAX * 4])
+{
+	for (uint32_t i = 0; i < rec->wb_ngids; i++) {
+		buf[4 * i] = (uint8_t)rec->wb_gids[i];
+		buf[4 * i + 1] = (uint8_t)(rec->wb_gids[i] >> 8);
+		buf[4 * i + 2] = (uint8_t)(rec->wb_gids[i] >> 16);
+		buf[4 * i + 3] = (uint8_t)(rec->wb_gids[i] >> 24);
+	}
+	return (int)rec->wb_ngids * 4;
+}
+
 static int index_write_object(struct cache_index *ix, const struct index_record *rec)
 {
 	sqlite3_stmt *st = ix->st[ST_UPSERT_OBJECT];
+	uint8_t gids[INDEX_GIDS_MAX * 4];
 
 	assert(rec->volume && rec->fh_len >= 1 && rec->fh_len <= INDEX_FH_MAX);
 	assert(rec->nranges == 0 || rec->ranges);
-	/* SQLITE_STATIC: the step below is done before the caller's memory goes. */
+	assert(rec->ndirty == 0 || rec->dirty);
+	assert(rec->wb_ngids <= INDEX_GIDS_MAX);
+	/*
+	 * SQLITE_STATIC: the step below is done before the caller's memory
+	 * and `gids` go.  `gids` is never NULL, so no gids binds an empty
+	 * blob, not a NULL that the NOT NULL column would refuse.
+	 */
 	sqlite3_bind_int64(st, 1, u64_to_db(rec->id));
 	sqlite3_bind_text(st, 2, rec->volume, -1, SQLITE_STATIC);
 	sqlite3_bind_blob(st, 3, rec->fh, (int)rec->fh_len, SQLITE_STATIC);
@@ -510,12 +612,18 @@ static int index_write_object(struct cache_index *ix, const struct index_record 
 	sqlite3_bind_int64(st, 6, rec->ctime_ns);
 	sqlite3_bind_int64(st, 7, u64_to_db(rec->fileid));
 	sqlite3_bind_int64(st, 8, rec->last_access_s);
-	if (index_step_done(ix, ST_UPSERT_OBJECT) < 0)
+	sqlite3_bind_int64(st, 9, rec->wopen != 0);
+	sqlite3_bind_int64(st, 10, rec->wb_uid);
+	sqlite3_bind_int64(st, 11, rec->wb_gid);
+	sqlite3_bind_blob(st, 12, gids, index_gids_to_db(rec, gids), SQLITE_STATIC);
+	if (index_step_done(ix, ST_UPSERT_OBJECT) < 0 ||
+	    index_write_pairs(ix, ST_INSERT_RANGE, rec->id, rec->ranges, rec->nranges) < 0 ||
+	    index_write_pairs(ix, ST_INSERT_DIRTY, rec->id, rec->dirty, rec->ndirty) < 0)
 		return -EIO;
-	return index_write_ranges(ix, rec);
+	return 0;
 }
 
-/* Replace or remove one record: its old ranges always go first. */
+/* Replace or remove one record: its old ranges and dirty ranges always go first. */
 static int index_write_one(struct cache_index *ix, const struct index_record *rec)
 {
 	int64_t id = u64_to_db(rec->id);
@@ -523,6 +631,9 @@ static int index_write_one(struct cache_index *ix, const struct index_record *re
 	assert(rec->id > 0);
 	sqlite3_bind_int64(ix->st[ST_DELETE_RANGES], 1, id);
 	if (index_step_done(ix, ST_DELETE_RANGES) < 0)
+		return -EIO;
+	sqlite3_bind_int64(ix->st[ST_DELETE_DIRTY], 1, id);
+	if (index_step_done(ix, ST_DELETE_DIRTY) < 0)
 		return -EIO;
 	if (!rec->deleted)
 		return index_write_object(ix, rec);

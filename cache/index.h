@@ -1,7 +1,9 @@
 /*
  * index.h — the sqlite index of the cache (WAL journal, prepared statements):
  * one row per cache object with its key (volume, file handle), coherency
- * data and last access, and one row per valid byte range.  The loop thread
+ * data, last access and write-back state (the writer's credential, whether
+ * writes may be unrecorded), one row per valid byte range, and one row per
+ * dirty byte range (written locally, not yet committed upstream).  The loop thread
  * keeps the authoritative state in memory and hands the index batches of
  * records to write in one transaction on a worker thread (never one
  * transaction per READ); at start-up the loop thread loads everything back.
@@ -17,6 +19,7 @@
 #include <stdint.h>
 
 #define INDEX_FH_MAX 64
+#define INDEX_GIDS_MAX 16   /* supplementary groups of an AUTH_SYS credential (RFC 5531 A.1) */
 
 /* One object as stored.  For index_write the memory is the caller's. */
 struct index_record {
@@ -31,6 +34,19 @@ struct index_record {
 	const uint64_t *ranges;        /* nranges pairs (start, end): valid bytes */
 	size_t nranges;
 	int deleted;                   /* index_write: remove the object and its ranges */
+	/*
+	 * Write-back state.  Pairs are [start, end) byte offsets like `ranges`,
+	 * and load back in ascending unsigned start order; the index stores
+	 * them as given and does not check that they are a subset of `ranges`
+	 * (the caller's invariant).  The credential is meaningful only while
+	 * ndirty > 0 or wopen; it is stored and loaded whatever it holds.
+	 */
+	const uint64_t *dirty;         /* ndirty pairs (start, end): bytes written locally, not yet committed upstream (a subset of ranges) */
+	size_t ndirty;
+	int wopen;                     /* 1: the object may have local writes not recorded yet (cleared by a clean shutdown); stored as 0/1 */
+	uint32_t wb_uid, wb_gid;       /* credential of the writer of the dirty bytes (AUTH_SYS) */
+	uint32_t wb_gids[16];          /* its supplementary groups, the first wb_ngids used (0 past them on load) */
+	uint32_t wb_ngids;             /* 0..16 (INDEX_GIDS_MAX) */
 };
 
 struct cache_index;
@@ -48,10 +64,13 @@ struct cache_index *index_open(const char *dir, int *was_reset);
 void index_close(struct cache_index *ix);
 
 /*
- * Call fn(rec, ctx) for every stored object with its ranges (rec is valid
- * during the call only).  A nonzero return from fn stops the load and is
- * returned.  Returns 0, or -EIO after logging when the index cannot be read
- * (the caller then resets the cache).
+ * Call fn(rec, ctx) for every stored object, in ascending unsigned id order,
+ * with its ranges and dirty ranges (rec and the memory it points to are
+ * valid during the call only).  A nonzero return from fn stops the load and
+ * is returned.  A stored gid list longer than INDEX_GIDS_MAX (a corrupt row)
+ * is cut to its first INDEX_GIDS_MAX gids and logged once per load.
+ * Returns 0, or -EIO after logging when the index cannot be read (the
+ * caller then resets the cache).
  */
 int index_load(struct cache_index *ix, int (*fn)(const struct index_record *rec, void *ctx),
 	       void *ctx);
@@ -61,9 +80,13 @@ uint64_t index_max_id(struct cache_index *ix);
 
 /*
  * Write `n` records in one transaction: each replaces the stored object of
- * the same id and all its ranges, or removes them (deleted).  Blocks on the
- * disk: call from a worker thread.  Returns 0, or -EIO after logging (the
- * transaction is rolled back; nothing of it is stored).
+ * the same id with all its ranges and dirty ranges, or removes them
+ * (deleted).  Blocks on the disk: call from a worker thread.  Returns 0, or
+ * -EIO after logging (the transaction is rolled back; nothing of it is
+ * stored).
+ *
+ * A commit is synced (WAL, synchronous=FULL) before index_write returns:
+ * dirty ranges and wopen = 1 recorded by it survive a power cut.
  */
 int index_write(struct cache_index *ix, const struct index_record *recs, size_t n);
 

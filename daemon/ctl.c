@@ -19,6 +19,7 @@
 #include "daemon/nfsd.h"
 #include "daemon/stats.h"
 #include "daemon/upstream.h"
+#include "daemon/writeback.h"
 
 #define CTL_LINE_MAX 1024
 #define CTL_MAX_ARGS 8
@@ -40,6 +41,8 @@ struct ctl_cmd {
 	const char *sub;       /* second word, or NULL */
 	int mutating;
 	int (*fn)(int argc, char **argv, FILE *out);   /* 0 ok; -1 error written to out */
+	/* or a command answered later: it ends with ctl_send() */
+	void (*start)(struct ctl_client *c, int argc, char **argv);
 };
 
 static int ctl_fd = -1;
@@ -106,10 +109,47 @@ static int ctl_handle_stats_reset(int argc, char **argv, FILE *out)
 	return 0;
 }
 
+static void ctl_send(struct ctl_client *c, char *reply, size_t len);
+
+static void ctl_flush_done(void *arg, int status)
+{
+	struct ctl_client *c = arg;
+	char *r = NULL;
+	int n;
+
+	if (status == 0)
+		n = asprintf(&r, "ok\n");
+	else if (status < 0)
+		n = asprintf(&r, "error: the upstream did not answer: dirty data kept for a later write-back\n");
+	else
+		n = asprintf(&r, "error: a write-back failed: NFS status %d (reported to the file's next COMMIT)\n",
+			     status);
+	if (n < 0)
+		abort();
+	log_info("ctl: flush: %s", status == 0 ? "done" : "failed");
+	ctl_send(c, r, (size_t)n);
+}
+
+/* flush: answered once every dirty byte is committed upstream. */
+static void ctl_start_flush(struct ctl_client *c, int argc, char **argv)
+{
+	(void)argv;
+	if (argc != 1) {
+		char *r = strdup("error: usage: flush\n");
+		if (!r)
+			abort();
+		ctl_send(c, r, strlen(r));
+		return;
+	}
+	if (!nfsd.cache_on || writeback_flush_all(ctl_flush_done, c) == 1)
+		ctl_flush_done(c, 0);   /* nothing dirty */
+}
+
 static const struct ctl_cmd ctl_cmds[] = {
-	{ "status", NULL, 0, ctl_handle_status },
-	{ "stats", "reset", 1, ctl_handle_stats_reset },
-	{ "stats", NULL, 0, ctl_handle_stats },
+	{ "status", NULL, 0, ctl_handle_status, NULL },
+	{ "stats", "reset", 1, ctl_handle_stats_reset, NULL },
+	{ "stats", NULL, 0, ctl_handle_stats, NULL },
+	{ "flush", NULL, 1, NULL, ctl_start_flush },
 };
 
 static void ctl_client_free(struct ctl_client *c)
@@ -190,10 +230,17 @@ static void ctl_run(struct ctl_client *c)
 	if (argc == 0)
 		fprintf(out, "empty command");
 	else if (!cmd)
-		fprintf(out, "unknown command \"%s\" (status, stats)", argv[0]);
+		fprintf(out, "unknown command \"%s\" (status, stats, flush)", argv[0]);
 	else if (cmd->mutating && !ctl_permitted(c))
 		fprintf(out, "permission denied: \"%s\" needs root or the socket's group", argv[0]);
-	else
+	else if (cmd->start) {
+		fclose(out);
+		free(body);
+		ev_timer_stop(ctl_loop, &c->idle);   /* it takes what it takes */
+		ev_io_stop(ctl_loop, &c->io);
+		cmd->start(c, argc, argv);
+		return;
+	} else
 		rc = cmd->fn(argc, argv, out);
 	fclose(out);
 

@@ -22,12 +22,28 @@ void nfsd_forward_with(struct nfsd_call *call, void (*fixup)(struct nfsd_call *c
  * what the proxy accepts (a short read is legal, RFC 1813 §3.3.6). */
 void nfsd_proc_read(struct nfsd_call *call);
 
-/* WRITE (nfs_write.c): forwarded (write-through); on success the written
+/* WRITE (nfs_write.c): in write-back mode an UNSTABLE WRITE the writer may
+ * make is stored locally as dirty data and answered with the daemon's
+ * verifier; others go upstream (after the file's dirty data) and their
  * bytes become valid in the cache. */
 void nfsd_proc_write(struct nfsd_call *call);
 
-/* SETATTR: forwarded; a new size cuts the cached data. */
+/* COMMIT (nfs_write.c): in write-back mode answered once the file's dirty
+ * data is committed upstream, with the daemon's verifier, or the error of
+ * a failed write-back; else forwarded. */
+void nfsd_proc_commit(struct nfsd_call *call);
+
+/* SETATTR (nfs_write.c): forwarded after the file's dirty data; a new size
+ * cuts the cached data. */
 void nfsd_proc_setattr(struct nfsd_call *call);
+
+/* REMOVE (nfs_write.c): forwarded; removing a file's last link drops its
+ * dirty data. */
+void nfsd_proc_remove(struct nfsd_call *call);
+
+/* The cache object of a file handle, or NULL (no cache, not cached). */
+struct nfs_fh3;
+struct cache_object *nfsd_cache_object(const struct nfs_fh3 *fh);
 
 /* GETATTR, LOOKUP, ACCESS, READDIRPLUS, COMMIT...: forwarded; their
  * attributes feed the cache's coherency checks (and ACCESS results its

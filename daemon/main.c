@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <unistd.h>
 #ifdef HAVE_SYSTEMD
@@ -27,6 +28,7 @@
 #include "daemon/rpcbind_reg.h"
 #include "daemon/stats.h"
 #include "daemon/upstream.h"
+#include "daemon/writeback.h"
 #include "cache/cache.h"
 #include "proto/drc.h"
 
@@ -223,6 +225,13 @@ int main(int argc, char **argv)
 
 	nfsd.loop = ev_default_loop(EVFLAG_AUTO);
 	nfsd.start_time = ev_now(nfsd.loop);
+	/* random, never a time: two starts within a clock tick must differ, or a
+	 * client would not resend what the first one lost */
+	if (getrandom(nfsd.write_verf, sizeof(nfsd.write_verf), 0) != (ssize_t)sizeof(nfsd.write_verf)) {
+		log_error("main: no random bytes for the write verifier: %s", strerror(errno));
+		rc = 1;
+		goto out;
+	}
 	nfsd.drc = drc_new(DRC_ENTRIES);
 	nfsd.upstream = upstream_new(nfsd.loop, &nfsd.cfg, stderr);
 	if (!nfsd.upstream) {
@@ -239,7 +248,7 @@ int main(int argc, char **argv)
 		char volume[2048];
 		snprintf(volume, sizeof(volume), "%s:%s", upstream_server(nfsd.upstream),
 			 upstream_export(nfsd.upstream));
-		if (cache_init(nfsd.loop, &nfsd.cfg, volume) == 0)
+		if (cache_init(nfsd.loop, &nfsd.cfg, volume) == 0 && writeback_init(nfsd.loop) == 0)
 			nfsd.cache_on = 1;
 		else
 			log_error("main: cache in %s unusable: every call goes to the upstream",
@@ -280,7 +289,9 @@ stop:
 	ctl_finalise();
 	conn_close_all();
 	listener_free(nfsd.listener);
+	writeback_finalise();
 	upstream_free(nfsd.upstream);
+	nfsd.upstream = NULL;
 	if (nfsd.cache_on)
 		cache_finalise();
 	drc_free(nfsd.drc);

@@ -37,6 +37,7 @@ struct read_op {
 	uint64_t seq;                   /* cache_seq() when the current step was sent */
 	int sequential;                 /* it starts where the previous READ ended */
 	int readahead_done;
+	int fetches;                    /* upstream READs made for it */
 	union {
 		GETATTR3args getattr;
 		ACCESS3args access;
@@ -59,14 +60,6 @@ static struct list_node fetches = LIST_INIT(fetches);
 static unsigned readahead_in_flight;
 
 static void read_try(struct read_op *op);
-
-static const struct proc_desc *nfs3_desc(uint32_t proc)
-{
-	enum proc_lookup_status why;
-	uint32_t lo, hi;
-
-	return proc_lookup(NFS3_PROGRAM, NFS3_VERSION, proc, &why, &lo, &hi);
-}
 
 static void op_free(struct read_op *op)
 {
@@ -115,7 +108,7 @@ static int pages_uptodate(const struct cache_object *o, uint64_t start, uint64_t
 	uint64_t pg = cache_config()->cache_page_size;
 
 	for (uint64_t p = start / pg; p * pg < end; p++)
-		if (!extent_set_page_uptodate(&o->valid, p, pg, o->coh.size))
+		if (!extent_set_page_uptodate(&o->valid, p, pg, cache_size(o)))
 			return 0;
 	return 1;
 }
@@ -138,8 +131,9 @@ static void local_reply(struct local_read *lr)
 	res.status = NFS3_OK;
 	res.READ3res_u.resok.file_attributes.attributes_follow = 1;
 	res.READ3res_u.resok.file_attributes.post_op_attr_u.attributes = o->attrs;
+	cache_patch_attrs(o, &res.READ3res_u.resok.file_attributes.post_op_attr_u.attributes);
 	res.READ3res_u.resok.count = n;
-	res.READ3res_u.resok.eof = lr->end >= o->coh.size;
+	res.READ3res_u.resok.eof = lr->end >= cache_size(o);
 	res.READ3res_u.resok.data.data_len = n;
 	res.READ3res_u.resok.data.data_val = lr->buf;
 	if (lr->whole)
@@ -175,7 +169,7 @@ static int serve_local(struct read_op *op)
 {
 	READ3args *a = op->call->args;
 	struct cache_object *o = op->o;
-	uint64_t size = o->coh.size;
+	uint64_t size = cache_size(o);
 	uint64_t start = a->offset, end = a->offset + a->count;
 
 	if (end > size)
@@ -237,7 +231,7 @@ static void fetch_start(struct cache_object *o, uint64_t start, uint32_t len,
 	o->busy++;
 	if (!op)
 		readahead_in_flight++;
-	upstream_call(nfsd.upstream, nfs3_desc(NFS3PROC_READ), &f->args, cred, fetch_done, f);
+	upstream_call(nfsd.upstream, proc_nfs3(NFS3PROC_READ), &f->args, cred, fetch_done, f);
 }
 
 /* Sequential access: keep up to cache.readahead bytes past `from` fetched. */
@@ -246,8 +240,8 @@ static void readahead(struct cache_object *o, uint64_t from, const struct rpc_cr
 	uint64_t limit = from + cache_config()->cache_readahead;
 	uint64_t pg = cache_config()->cache_page_size;
 
-	if (o->coh.known && limit > (o->coh.size + pg - 1) / pg * pg)
-		limit = (o->coh.size + pg - 1) / pg * pg;
+	if (o->coh.known && limit > (cache_size(o) + pg - 1) / pg * pg)
+		limit = (cache_size(o) + pg - 1) / pg * pg;
 	if (o->readahead_end < from)
 		o->readahead_end = from;
 	while (o->readahead_end < limit && readahead_in_flight < READAHEAD_MAX_FETCHES) {
@@ -283,6 +277,31 @@ static void answer_from_fetch(struct read_op *op, const struct fetch *f, READ3re
 	reply_from(op, &res);
 }
 
+static int ok_attrs(const READ3res *r)
+{
+	return r->READ3res_u.resok.file_attributes.attributes_follow;
+}
+
+/*
+ * The upstream's file ends before the local one (dirty bytes past its EOF):
+ * what lies between its EOF and the local size, outside dirty bytes, reads
+ * as zeros — as it will once the dirty bytes are written there.
+ */
+static void store_zeros_past_eof(struct cache_object *o, const struct fetch *f, uint32_t got)
+{
+	uint64_t from = f->start + got, to = f->start + f->len;
+
+	if (to > cache_size(o))
+		to = cache_size(o);
+	if (from >= to)
+		return;
+	char *zeros = calloc(1, (size_t)(to - from));
+	if (!zeros)
+		abort();
+	cache_store(o, from, zeros, (uint32_t)(to - from), f->seq);
+	free(zeros);
+}
+
 static void fetch_done(void *priv, enum upstream_status st, void *res)
 {
 	struct fetch *f = priv;
@@ -300,12 +319,22 @@ static void fetch_done(void *priv, enum upstream_status st, void *res)
 		uint32_t n = ok->count <= ok->data.data_len ? ok->count : ok->data.data_len;
 		stats.cache_read_bytes_upstream += n;
 		cache_store(o, f->start, ok->data.data_val, n, f->seq);
+		if (ok->eof && cache_has_dirty(o))
+			store_zeros_past_eof(o, f, n);
 		cache_access_record(o, &f->cred, ACCESS3_READ_BIT);
 	}
 	if (f->op) {
 		struct read_op *op = f->op;
 		struct nfsd_call *call = op->call;
-		if (st == UPSTREAM_OK && r->status == NFS3_OK) {
+		if (st == UPSTREAM_OK && r->status == NFS3_OK && cache_has_dirty(o) &&
+		    op->fetches < 3) {
+			/* local bytes are newer than the upstream's: answered from the
+			 * cache, which now holds the rest */
+			f->op = NULL;
+			read_try(op);
+		} else if (st == UPSTREAM_OK && r->status == NFS3_OK) {
+			if (ok_attrs(r))
+				cache_patch_attrs(o, &r->READ3res_u.resok.file_attributes.post_op_attr_u.attributes);
 			answer_from_fetch(op, f, r);
 		} else if (st == UPSTREAM_OK) {
 			reply_from(op, r);   /* the upstream's error, as it gave it */
@@ -384,7 +413,7 @@ static void read_try(struct read_op *op)
 		o->getattr_busy = 1;
 		op->seq = cache_seq();
 		op->args.getattr.object = a->file;
-		upstream_call(nfsd.upstream, nfs3_desc(NFS3PROC_GETATTR), &op->args.getattr, cred,
+		upstream_call(nfsd.upstream, proc_nfs3(NFS3PROC_GETATTR), &op->args.getattr, cred,
 			      getattr_done, op);
 		return;
 	}
@@ -394,13 +423,13 @@ static void read_try(struct read_op *op)
 
 	if (fe - fs > nfsd.max_payload)
 		fe = fs + nfsd.max_payload;   /* the rest is a short read: legal */
-	if (extent_set_covers(&o->valid, a->offset, end < o->coh.size ? end : o->coh.size) ||
-	    a->offset >= o->coh.size) {
+	uint64_t size = cache_size(o);
+	if (extent_set_covers(&o->valid, a->offset, end < size ? end : size) || a->offset >= size) {
 		if (!cache_access_granted(o, cred, ACCESS3_READ_BIT)) {
 			op->seq = cache_seq();
 			op->args.access.object = a->file;
 			op->args.access.access = ACCESS3_READ_BIT;
-			upstream_call(nfsd.upstream, nfs3_desc(4), &op->args.access, cred, access_done, op);
+			upstream_call(nfsd.upstream, proc_nfs3(4), &op->args.access, cred, access_done, op);
 			return;
 		}
 		op_readahead(op, end);
@@ -413,6 +442,7 @@ static void read_try(struct read_op *op)
 		return;
 	}
 	stats.cache_read_misses++;
+	op->fetches++;
 	fetch_start(o, fs, (uint32_t)(fe - fs), cred, op);
 	op_readahead(op, fe);   /* random reads fetch their pages only */
 }

@@ -24,6 +24,8 @@ struct nfsd {
 	ev_tstamp start_time;
 	int stopping;              /* SIGTERM received */
 	int cache_on;              /* the cache opened: READ/WRITE go through it */
+	char write_verf[8];        /* WRITE/COMMIT verifier in write-back mode: random
+				    * per start (RFC 1813 §3.3.7 writeverf3) */
 };
 
 extern struct nfsd nfsd;

@@ -27,7 +27,9 @@
 	X(cache_read_bytes_local, "cache.read.bytes_local", "bytes answered from the cache") \
 	X(cache_read_bytes_upstream, "cache.read.bytes_upstream", "bytes fetched from the upstream") \
 	X(cache_invalidations, "cache.invalidations", "objects invalidated by a change not made through nfscached") \
-	X(cache_write_bytes, "cache.write.bytes", "bytes of WRITEs copied into the cache") \
+	X(cache_write_bytes, "cache.write.bytes", "bytes of WRITEs accepted into the cache (written locally or through)") \
+	X(cache_writeback_bytes, "cache.writeback.bytes", "dirty bytes written back to the upstream") \
+	X(cache_writeback_errors, "cache.writeback.errors", "write-backs that failed for good (reported on the next COMMIT)") \
 	X(cache_nospace, "cache.nospace", "ENOSPC/EDQUOT from backing file writes") \
 	X(backing_write_calls, "backing.write.calls", "pwrite calls on backing files") \
 	X(backing_write_bytes, "backing.write.bytes", "bytes written to backing files") \
@@ -37,6 +39,7 @@
 	X(conn_open, "conn.open", "client connections open now") \
 	X(calls_in_flight, "calls.in_flight", "client calls being processed now") \
 	X(cache_objects, "cache.objects", "cache objects held") \
-	X(cache_bytes, "cache.bytes", "valid bytes held in backing files")
+	X(cache_bytes, "cache.bytes", "valid bytes held in backing files") \
+	X(cache_dirty_bytes, "cache.dirty.bytes", "bytes written locally and not yet committed upstream")
 
 #endif

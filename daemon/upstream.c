@@ -43,6 +43,7 @@ struct upstream {
 	const struct nfsd_config *cfg;
 	char *server;                  /* from upstream.url */
 	char *export;
+	uint32_t wtmax;                /* the upstream's FSINFO wtmax, bytes (0 = not known yet) */
 	int mount_port;                /* 0: ask the portmapper */
 	struct nfs_context *nfs;       /* NULL while down */
 	enum up_state state;
@@ -366,6 +367,8 @@ static void up_mount_cb(int status, struct nfs_context *nfs, void *data, void *p
 	}
 	up->state = UP_UP;
 	up->backoff_s = BACKOFF_MIN_S;
+	uint64_t wtmax = nfs_get_writemax(nfs);
+	up->wtmax = wtmax > UINT32_MAX ? UINT32_MAX : (uint32_t)wtmax;
 	up->sock_ino = 0;   /* the mount's own sockets are not reconnections */
 	rpc_set_autoreconnect(nfs_get_rpc_context(up->nfs), RECONNECT_RETRIES);
 	if (up->ever_up) {
@@ -468,4 +471,9 @@ void upstream_free(struct upstream *up)
 	free(up->server);
 	free(up->export);
 	free(up);
+}
+
+uint32_t upstream_wtmax(const struct upstream *up)
+{
+	return up->wtmax;
 }

@@ -58,6 +58,10 @@ int upstream_error_status(const char *msg);
 /* "up", "connecting" or "down", for status lines. */
 const char *upstream_state(const struct upstream *up);
 
+/* The upstream's largest WRITE (FSINFO wtmax, learnt when mounting), bytes;
+ * 0 before the first mount. */
+uint32_t upstream_wtmax(const struct upstream *up);
+
 /* The server and default export, from upstream.url. */
 const char *upstream_server(const struct upstream *up);
 const char *upstream_export(const struct upstream *up);

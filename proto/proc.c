@@ -98,7 +98,7 @@ static const struct proc_desc nfs3_procs[NFS3_PROC_COUNT] = {
 	NFS3(9, "MKDIR", MKDIR3, NI, nfsd_proc_forward),
 	NFS3(10, "SYMLINK", SYMLINK3, NI, nfsd_proc_forward),
 	NFS3(11, "MKNOD", MKNOD3, NI, nfsd_proc_forward),
-	NFS3(12, "REMOVE", REMOVE3, NI, nfsd_proc_forward),
+	NFS3(12, "REMOVE", REMOVE3, NI, nfsd_proc_remove),
 	NFS3(13, "RMDIR", RMDIR3, NI, nfsd_proc_forward),
 	NFS3(14, "RENAME", RENAME3, NI, nfsd_proc_forward),
 	NFS3(15, "LINK", LINK3, NI, nfsd_proc_forward),
@@ -107,7 +107,7 @@ static const struct proc_desc nfs3_procs[NFS3_PROC_COUNT] = {
 	NFS3(18, "FSSTAT", FSSTAT3, 0, nfsd_proc_forward),
 	NFS3(19, "FSINFO", FSINFO3, 0, nfsd_proc_fsinfo),
 	NFS3(20, "PATHCONF", PATHCONF3, 0, nfsd_proc_forward),
-	NFS3(21, "COMMIT", COMMIT3, 0, nfsd_proc_attrs),
+	NFS3(21, "COMMIT", COMMIT3, 0, nfsd_proc_commit),
 };
 
 #define MNT(num, NAME, dec, asz, enc, rsz, handler, send) \
@@ -151,4 +151,12 @@ const struct proc_desc *proc_lookup(uint32_t prog, uint32_t vers, uint32_t proc,
 	}
 	*why = PROC_FOUND;
 	return &table[proc];
+}
+
+const struct proc_desc *proc_nfs3(uint32_t proc)
+{
+	enum proc_lookup_status why;
+	uint32_t lo, hi;
+
+	return proc_lookup(NFS3_PROGRAM, NFS3_VERSION, proc, &why, &lo, &hi);
 }

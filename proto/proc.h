@@ -23,7 +23,8 @@
 
 /* NFSv3 procedure numbers used by name outside the table. */
 enum {
-	NFS3PROC_NULL = 0, NFS3PROC_GETATTR = 1, NFS3PROC_READ = 6, NFS3PROC_WRITE = 7,
+	NFS3PROC_NULL = 0, NFS3PROC_GETATTR = 1, NFS3PROC_LOOKUP = 3, NFS3PROC_ACCESS = 4,
+	NFS3PROC_READ = 6, NFS3PROC_WRITE = 7, NFS3PROC_REMOVE = 12, NFS3PROC_COMMIT = 21,
 	NFS3PROC_READDIR = 16, NFS3PROC_READDIRPLUS = 17, NFS3PROC_FSINFO = 19,
 };
 enum {
@@ -74,5 +75,9 @@ enum proc_lookup_status {
  */
 const struct proc_desc *proc_lookup(uint32_t prog, uint32_t vers, uint32_t proc,
 				    enum proc_lookup_status *why, uint32_t *low, uint32_t *high);
+
+/* The table entry of NFSv3 procedure `proc` (RFC 1813 §3.3); never NULL for
+ * 0..21 (the daemon's own calls upstream use it). */
+const struct proc_desc *proc_nfs3(uint32_t proc);
 
 #endif

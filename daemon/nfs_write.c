@@ -1,0 +1,515 @@
+/*
+ * nfs_write.c — WRITE, COMMIT, SETATTR and REMOVE with the cache
+ * (DESIGN.md "Write-back", RFC 1813 §3.3.7, §3.3.21).
+ *
+ * cache.write_mode = writeback: an UNSTABLE WRITE is taken locally — when
+ * the writer's cached ACCESS grants MODIFY (and EXTEND when the file grows)
+ * — stored in the backing file as a dirty range and answered UNSTABLE with
+ * the daemon's verifier.  Every other WRITE goes upstream once the object's
+ * dirty data is (so that an older local byte never lands after a newer one),
+ * as FILE_SYNC when the client asked UNSTABLE: nothing of it then depends
+ * on a COMMIT, and its reply carries the daemon's verifier too.  Dirty data
+ * of a second writer (another credential) is written back first, as the
+ * Linux client's nfs_flush_incompatible() does; so one object has one
+ * write-back credential.  Within a page, separate dirty ranges are kept as
+ * they are (never widened over bytes nobody wrote here: another writer's
+ * bytes in between stay).
+ *
+ * COMMIT answers once every dirty byte of the file is committed upstream,
+ * an error when a write-back failed.  SETATTR writes the file's dirty data
+ * back first (Linux nfs_setattr); REMOVE of the file's last link drops it.
+ *
+ * cache.write_mode = writethrough: WRITEs go upstream and their bytes are
+ * copied into the cache; COMMIT is the upstream's.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache/cache.h"
+#include "daemon/call.h"
+#include "daemon/handlers.h"
+#include "daemon/log.h"
+#include "daemon/nfsd.h"
+#include "daemon/stats.h"
+#include "daemon/upstream.h"
+#include "daemon/writeback.h"
+
+#define ACCESS3_READ_BIT 0x0001
+#define ACCESS3_MODIFY_BIT 0x0004
+#define ACCESS3_EXTEND_BIT 0x0008
+
+/* One WRITE, COMMIT, SETATTR or REMOVE that waits for something first. */
+struct write_op {
+	struct nfsd_call *call;
+	struct cache_object *o;
+	struct cache_waiter waiter;          /* a GETATTR, the index, room for dirty data */
+	struct writeback_waiter wbw;         /* the object's write-back */
+	uint64_t seq;                        /* cache_seq() when the current step was sent */
+	int access_asked;
+	union {
+		GETATTR3args getattr;
+		ACCESS3args access;
+		LOOKUP3args lookup;
+	} args;
+};
+
+static int writeback_mode(void)
+{
+	return nfsd.cache_on && nfsd.cfg.cache_write_mode == WRITE_MODE_WRITEBACK;
+}
+
+struct cache_object *nfsd_cache_object(const nfs_fh3 *fh)
+{
+	if (!nfsd.cache_on || fh->data.data_len == 0 || fh->data.data_len > 64)
+		return NULL;
+	return cache_find((const uint8_t *)fh->data.data_val, fh->data.data_len);
+}
+
+static struct write_op *op_new(struct nfsd_call *call, struct cache_object *o)
+{
+	struct write_op *op = calloc(1, sizeof(*op));
+
+	if (!op)
+		abort();
+	op->call = call;
+	op->o = o;
+	if (o)
+		o->busy++;
+	return op;
+}
+
+static void op_free(struct write_op *op)
+{
+	if (op->o)
+		op->o->busy--;
+	free(op);
+}
+
+static void op_jukebox(struct write_op *op)
+{
+	struct nfsd_call *call = op->call;
+
+	op_free(op);
+	call_reply_jukebox(call);
+}
+
+/* ---- forwarded WRITEs ------------------------------------------------- */
+
+/* Count our changes in flight: their replies may come back in any order. */
+static void change_begins(struct nfsd_call *call, const nfs_fh3 *fh)
+{
+	struct cache_object *o = nfsd_cache_object(fh);
+
+	if (o) {
+		o->changes_in_flight++;
+		call->cache_obj = o;
+	}
+}
+
+/* A WRITE that went upstream: its bytes become valid (write-through); in
+ * write-back mode the reply carries the daemon's verifier. */
+static void write_fixup(struct nfsd_call *call, void *res)
+{
+	WRITE3res *r = res;
+	WRITE3args *a = call->args;
+
+	if (writeback_mode() && r->status == NFS3_OK)
+		memcpy(r->WRITE3res_u.resok.verf, nfsd.write_verf, NFS3_WRITEVERFSIZE);
+	if (r->status != NFS3_OK || !nfsd.cache_on || a->file.data.data_len == 0 ||
+	    a->file.data.data_len > 64)
+		return;
+	const post_op_attr *post = &r->WRITE3res_u.resok.file_wcc.after;
+	if (!post->attributes_follow || post->post_op_attr_u.attributes.type != NF3REG)
+		return;
+	struct cache_object *o = cache_get((const uint8_t *)a->file.data.data_val, a->file.data.data_len);
+	uint32_t written = r->WRITE3res_u.resok.count;
+	if (written > a->data.data_len)
+		written = a->data.data_len;
+	if (cache_change_done(o, &r->WRITE3res_u.resok.file_wcc) &&
+	    cache_store(o, a->offset, a->data.data_val, written, cache_seq()) == 0)
+		stats.cache_write_bytes += written;
+	cache_patch_attrs(o, &r->WRITE3res_u.resok.file_wcc.after.post_op_attr_u.attributes);
+}
+
+static void write_send(struct nfsd_call *call)
+{
+	WRITE3args *a = call->args;
+
+	if (writeback_mode() && a->stable == UNSTABLE)
+		a->stable = FILE_SYNC;   /* answered with our verifier: must not need a COMMIT */
+	change_begins(call, &a->file);
+	nfsd_forward_with(call, write_fixup);
+}
+
+static void forward_after_flush(struct writeback_waiter *w, int status)
+{
+	struct write_op *op = (struct write_op *)(void *)((char *)w - offsetof(struct write_op, wbw));
+	struct nfsd_call *call = op->call;
+
+	if (status < 0) {
+		op_jukebox(op);   /* the older bytes are not upstream yet */
+		return;
+	}
+	op_free(op);
+	if (call->desc->proc == NFS3PROC_WRITE)
+		write_send(call);
+	else
+		nfsd_proc_attrs(call);   /* SETATTR: its fixup applies the new size */
+}
+
+/* Send the call upstream once the object's dirty bytes are there. */
+static void forward_flushed(struct write_op *op)
+{
+	op->wbw.done = forward_after_flush;
+	if (!op->o || writeback_flush(op->o, &op->wbw) == 1)
+		forward_after_flush(&op->wbw, 0);
+}
+
+/* ---- WRITE taken locally ---------------------------------------------- */
+
+static void write_try(struct write_op *op);
+
+static void op_wake(struct cache_waiter *w)
+{
+	write_try((struct write_op *)(void *)((char *)w - offsetof(struct write_op, waiter)));
+}
+
+static void retry_after_flush(struct writeback_waiter *w, int status)
+{
+	struct write_op *op = (struct write_op *)(void *)((char *)w - offsetof(struct write_op, wbw));
+
+	if (status < 0)
+		op_jukebox(op);
+	else
+		write_try(op);
+}
+
+static int cred_same(const struct rpc_cred *a, const struct rpc_cred *b)
+{
+	return a->uid == b->uid && a->gid == b->gid && a->gids_len == b->gids_len &&
+	       memcmp(a->gids, b->gids, a->gids_len * sizeof(a->gids[0])) == 0;
+}
+
+static void write_getattr_done(void *priv, enum upstream_status st, void *res)
+{
+	struct write_op *op = priv;
+	GETATTR3res *r = res;
+	struct cache_object *o = op->o;
+
+	o->getattr_busy = 0;
+	if (st == UPSTREAM_OK && r->status == NFS3_OK)
+		cache_attrs_update(o, &r->GETATTR3res_u.resok.obj_attributes, op->seq);
+	if (cache_attrs_fresh(o))
+		write_try(op);
+	else
+		forward_flushed(op);   /* the upstream decides */
+	cache_wake(o);
+}
+
+static void write_access_done(void *priv, enum upstream_status st, void *res)
+{
+	struct write_op *op = priv;
+	ACCESS3res *r = res;
+
+	if (st == UPSTREAM_OK && r->status == NFS3_OK) {
+		cache_access_record(op->o, &op->call->cred, r->ACCESS3res_u.resok.access);
+		if (r->ACCESS3res_u.resok.obj_attributes.attributes_follow)
+			cache_attrs_update(op->o, &r->ACCESS3res_u.resok.obj_attributes.post_op_attr_u.attributes,
+					   op->seq);
+	}
+	write_try(op);
+}
+
+static void write_reply_local(struct write_op *op, const wcc_attr *pre)
+{
+	struct nfsd_call *call = op->call;
+	WRITE3args *a = call->args;
+	struct cache_object *o = op->o;
+	WRITE3res res;
+
+	memset(&res, 0, sizeof(res));
+	res.status = NFS3_OK;
+	WRITE3resok *ok = &res.WRITE3res_u.resok;
+	ok->file_wcc.before.attributes_follow = 1;
+	ok->file_wcc.before.pre_op_attr_u.attributes = *pre;
+	ok->file_wcc.after.attributes_follow = 1;
+	ok->file_wcc.after.post_op_attr_u.attributes = o->attrs;
+	cache_patch_attrs(o, &ok->file_wcc.after.post_op_attr_u.attributes);
+	ok->count = a->count;
+	ok->committed = UNSTABLE;
+	memcpy(ok->verf, nfsd.write_verf, NFS3_WRITEVERFSIZE);
+	op_free(op);
+	call_reply(call, &res);
+}
+
+static void write_try(struct write_op *op)
+{
+	struct cache_object *o = op->o;
+	WRITE3args *a = op->call->args;
+	const struct rpc_cred *cred = &op->call->cred;
+
+	if (!cache_attrs_fresh(o)) {
+		if (o->getattr_busy) {
+			cache_wait(o, &op->waiter);
+			return;
+		}
+		o->getattr_busy = 1;
+		op->seq = cache_seq();
+		op->args.getattr.object = a->file;
+		upstream_call(nfsd.upstream, proc_nfs3(NFS3PROC_GETATTR), &op->args.getattr, cred,
+			      write_getattr_done, op);
+		return;
+	}
+	uint64_t end = a->offset + a->count;
+	uint32_t need = ACCESS3_MODIFY_BIT | (end > cache_size(o) ? ACCESS3_EXTEND_BIT : 0);
+	if (!cache_access_granted(o, cred, need)) {
+		if (op->access_asked) {
+			forward_flushed(op);   /* not granted: the upstream gives the error */
+			return;
+		}
+		op->access_asked = 1;
+		op->seq = cache_seq();
+		op->args.access.object = a->file;
+		op->args.access.access = ACCESS3_READ_BIT | ACCESS3_MODIFY_BIT | ACCESS3_EXTEND_BIT;
+		upstream_call(nfsd.upstream, proc_nfs3(NFS3PROC_ACCESS), &op->args.access, cred,
+			      write_access_done, op);
+		return;
+	}
+	if (cache_has_dirty(o) && !cred_same(&o->wb_cred, cred)) {
+		/* another writer's dirty data goes first, with its credential */
+		op->wbw.done = retry_after_flush;
+		if (writeback_flush(o, &op->wbw) == 0)
+			return;
+	}
+	if (a->offset > cache_size(o) + CACHE_WRITE_GAP_MAX) {
+		forward_flushed(op);   /* a far hole: not filled with zeros here */
+		return;
+	}
+	if (!cache_write_ready(o, &op->waiter) || writeback_throttle(a->count, &op->waiter))
+		return;   /* op_wake() tries again */
+	wcc_attr pre;
+	fattr3 before = o->attrs;
+	cache_patch_attrs(o, &before);
+	pre.size = before.size;
+	pre.mtime = before.mtime;
+	pre.ctime = before.ctime;
+	if (cache_write_local(o, a->offset, a->data.data_val, a->count, cred) != 0) {
+		forward_flushed(op);   /* no room in the cache: written through */
+		return;
+	}
+	write_reply_local(op, &pre);
+}
+
+void nfsd_proc_write(struct nfsd_call *call)
+{
+	WRITE3args *a = call->args;
+	struct cache_object *o = nfsd_cache_object(&a->file);
+
+	if (!writeback_mode()) {
+		write_send(call);
+		return;
+	}
+	if (a->count > a->data.data_len)
+		a->count = a->data.data_len;   /* RFC 1813 §3.3.7: count is what data holds */
+	struct write_op *op = op_new(call, o);
+	op->waiter.wake = op_wake;
+	if (!o || a->stable != UNSTABLE || a->count == 0 || !o->have_attrs ||
+	    a->offset > (uint64_t)INT64_MAX - a->count) {
+		/* unknown file (its first WRITE shows it regular), a stable write,
+		 * or one the cache would answer differently: the upstream's */
+		forward_flushed(op);
+		return;
+	}
+	write_try(op);
+}
+
+/* ---- COMMIT ----------------------------------------------------------- */
+
+static void commit_fixup(struct nfsd_call *call, void *res)
+{
+	COMMIT3res *r = res;
+	struct cache_object *o = nfsd_cache_object(&((COMMIT3args *)call->args)->file);
+	post_op_attr *post = &r->COMMIT3res_u.resok.file_wcc.after;
+
+	if (r->status != NFS3_OK)
+		return;
+	if (o && post->attributes_follow)
+		cache_attrs_update(o, &post->post_op_attr_u.attributes, call->seq);
+	if (writeback_mode()) {
+		/* WRITEs of this file were answered with our verifier (forwarded
+		 * ones as FILE_SYNC): the same one here */
+		memcpy(r->COMMIT3res_u.resok.verf, nfsd.write_verf, NFS3_WRITEVERFSIZE);
+		if (o && post->attributes_follow)
+			cache_patch_attrs(o, &post->post_op_attr_u.attributes);
+	}
+}
+
+static nfsstat3 commit_error(uint32_t err)
+{
+	switch (err) {
+	case NFS3ERR_NOSPC:
+	case NFS3ERR_DQUOT:
+	case NFS3ERR_STALE:
+	case NFS3ERR_ROFS:
+	case NFS3ERR_ACCES:
+	case NFS3ERR_PERM:
+	case NFS3ERR_FBIG:
+		return (nfsstat3)err;
+	default:
+		return NFS3ERR_IO;
+	}
+}
+
+static void commit_after_flush(struct writeback_waiter *w, int status)
+{
+	struct write_op *op = (struct write_op *)(void *)((char *)w - offsetof(struct write_op, wbw));
+	struct nfsd_call *call = op->call;
+	struct cache_object *o = op->o;
+	COMMIT3res res;
+
+	if (status < 0) {
+		op_jukebox(op);   /* the upstream did not answer: the client asks again */
+		return;
+	}
+	memset(&res, 0, sizeof(res));
+	wcc_data *wcc = o->wb_error ? &res.COMMIT3res_u.resfail.file_wcc : &res.COMMIT3res_u.resok.file_wcc;
+	if (o->have_attrs) {
+		wcc->after.attributes_follow = 1;
+		wcc->after.post_op_attr_u.attributes = o->attrs;
+		cache_patch_attrs(o, &wcc->after.post_op_attr_u.attributes);
+	}
+	if (o->wb_error) {
+		/* reported once, as the Linux client reports it to one fsync */
+		res.status = commit_error(o->wb_error);
+		o->wb_error = 0;
+	} else {
+		res.status = NFS3_OK;
+		memcpy(res.COMMIT3res_u.resok.verf, nfsd.write_verf, NFS3_WRITEVERFSIZE);
+	}
+	op_free(op);
+	call_reply(call, &res);
+}
+
+void nfsd_proc_commit(struct nfsd_call *call)
+{
+	COMMIT3args *a = call->args;
+	struct cache_object *o = nfsd_cache_object(&a->file);
+
+	if (!writeback_mode() || !o) {
+		nfsd_forward_with(call, commit_fixup);
+		return;
+	}
+	/* the whole file, whatever range was asked: one pass holds it all */
+	struct write_op *op = op_new(call, o);
+	op->wbw.done = commit_after_flush;
+	if (writeback_flush(o, &op->wbw) == 1)
+		commit_after_flush(&op->wbw, 0);
+}
+
+/* ---- SETATTR ---------------------------------------------------------- */
+
+static void setattr_fixup(struct nfsd_call *call, void *res)
+{
+	SETATTR3res *r = res;
+	SETATTR3args *a = call->args;
+	struct cache_object *o = nfsd_cache_object(&a->object);
+
+	if (!o || r->status != NFS3_OK)
+		return;   /* nothing changed */
+	cache_change_done(o, &r->SETATTR3res_u.resok.obj_wcc);
+	if (a->new_attributes.size.set_it)
+		cache_truncate(o, a->new_attributes.size.set_size3_u.size);
+	if (r->SETATTR3res_u.resok.obj_wcc.after.attributes_follow)
+		cache_patch_attrs(o, &r->SETATTR3res_u.resok.obj_wcc.after.post_op_attr_u.attributes);
+}
+
+static void setattr_send(struct nfsd_call *call)
+{
+	change_begins(call, &((SETATTR3args *)call->args)->object);
+	nfsd_forward_with(call, setattr_fixup);
+}
+
+static void setattr_after_flush(struct writeback_waiter *w, int status)
+{
+	struct write_op *op = (struct write_op *)(void *)((char *)w - offsetof(struct write_op, wbw));
+	struct nfsd_call *call = op->call;
+
+	if (status < 0) {
+		op_jukebox(op);
+		return;
+	}
+	op_free(op);
+	setattr_send(call);
+}
+
+void nfsd_proc_setattr(struct nfsd_call *call)
+{
+	struct cache_object *o = nfsd_cache_object(&((SETATTR3args *)call->args)->object);
+
+	if (!o || !cache_has_dirty(o)) {
+		setattr_send(call);
+		return;
+	}
+	/* size, times, mode, owner: the dirty data goes first (Linux nfs_setattr),
+	 * so that it lands under the new attributes, never after them */
+	struct write_op *op = op_new(call, o);
+	op->wbw.done = setattr_after_flush;
+	if (writeback_flush(o, &op->wbw) == 1)
+		setattr_after_flush(&op->wbw, 0);
+}
+
+/* ---- REMOVE ----------------------------------------------------------- */
+
+static void remove_fixup(struct nfsd_call *call, void *res)
+{
+	REMOVE3res *r = res;
+	struct cache_object *o = call->removing;
+
+	if (o && r->status == NFS3_OK) {
+		/* its last link: nothing to write the dirty bytes to any more */
+		uint64_t n = cache_dirty_drop(o, 0, UINT64_MAX);
+		o->removed = 1;
+		o->wb_error = 0;
+		log_debug("writeback: object %llu removed: %llu dirty bytes dropped",
+			  (unsigned long long)o->id, (unsigned long long)n);
+	}
+}
+
+static void remove_lookup_done(void *priv, enum upstream_status st, void *res)
+{
+	struct write_op *op = priv;
+	struct nfsd_call *call = op->call;
+	LOOKUP3res *r = res;
+
+	if (st == UPSTREAM_OK && r->status == NFS3_OK) {
+		LOOKUP3resok *ok = &r->LOOKUP3res_u.resok;
+		struct cache_object *o = nfsd_cache_object(&ok->object);
+		if (o && cache_has_dirty(o) && ok->obj_attributes.attributes_follow &&
+		    ok->obj_attributes.post_op_attr_u.attributes.nlink <= 1)
+			call->removing = o;
+	}
+	op_free(op);
+	nfsd_forward_with(call, remove_fixup);
+}
+
+void nfsd_proc_remove(struct nfsd_call *call)
+{
+	REMOVE3args *a = call->args;
+
+	if (!writeback_mode() || list_empty(cache_dirty_list())) {
+		nfsd_forward_with(call, NULL);
+		return;
+	}
+	/* which file goes: a LOOKUP, only while some file has dirty data */
+	struct write_op *op = op_new(call, NULL);
+	op->args.lookup.what = a->object;
+	if (upstream_call(nfsd.upstream, proc_nfs3(NFS3PROC_LOOKUP), &op->args.lookup, &call->cred,
+			  remove_lookup_done, op) != 0) {
+		op_free(op);
+		nfsd_forward_with(call, NULL);
+	}
+}

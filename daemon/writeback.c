@@ -1,0 +1,566 @@
+/*
+ * writeback.c — passes that write an object's dirty bytes upstream.
+ *
+ * A pass takes every dirty range of one object (they move to its commit
+ * set: bytes written again meanwhile are dirty anew and go with the next
+ * pass), reads them from the backing file on a worker, sends them as
+ * UNSTABLE WRITEs of up to the upstream's wtmax with the writer's
+ * credential, several in flight, then one COMMIT.  Every WRITE and the
+ * COMMIT must carry one upstream verifier; otherwise the upstream lost
+ * uncommitted data (a reboot) and the pass starts over — the client never
+ * hears of it.  An upstream that does not answer leaves the bytes dirty; an
+ * upstream that refuses them (NFS3ERR_NOSPC, STALE...) fails the pass: the
+ * bytes are forgotten, the error is counted and reported by the next
+ * COMMIT (never an OK with the verifier of the data lost).
+ *
+ * One pass per object at a time, at most WB_MAX_IN_FLIGHT WRITEs in all.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache/cache.h"
+#include "daemon/log.h"
+#include "daemon/nfsd.h"
+#include "daemon/stats.h"
+#include "daemon/upstream.h"
+#include "daemon/writeback.h"
+
+#define WB_MAX_IN_FLIGHT 16       /* WRITEs in flight, all passes */
+#define WB_PASS_IN_FLIGHT 8       /* WRITEs in flight, one pass */
+#define WB_MAX_RESTARTS 10        /* verifier changes before a pass gives up for now */
+#define WB_TICK_S 0.25            /* expiry and pressure checks */
+#define WB_DEFAULT_WTMAX 65536    /* before the upstream told its wtmax */
+
+struct wb_pass {
+	struct list_node link;        /* in passes */
+	struct cache_object *o;
+	uint64_t *ranges;             /* n pairs (start, end) taken from the object */
+	size_t n;
+	size_t cur;                   /* range being sent */
+	uint64_t pos;                 /* next byte of it to send */
+	unsigned in_flight;           /* WRITEs */
+	int have_verf;
+	char verf[NFS3_WRITEVERFSIZE];  /* the upstream's, from the first WRITE */
+	int verf_changed;
+	uint32_t error;               /* nfsstat3: the upstream refused the data */
+	int transient;                /* the upstream did not answer */
+	int restarts;
+	struct rpc_cred cred;         /* the writer's */
+	COMMIT3args commit;
+};
+
+struct wb_chunk {
+	struct wb_pass *p;
+	uint64_t offset;
+	uint32_t len;
+	uint32_t sent;                /* bytes the upstream took so far */
+	char *buf;
+	WRITE3args args;
+};
+
+struct wb_getattr {
+	struct cache_object *o;
+	uint64_t seq;
+	GETATTR3args args;
+};
+
+struct flush_all {
+	unsigned pending;
+	int status;
+	void (*done)(void *arg, int status);
+	void *arg;
+};
+
+static struct {
+	struct ev_loop *loop;
+	ev_timer tick;
+	struct list_node passes;      /* struct wb_pass */
+	struct list_node waiters;     /* struct writeback_waiter */
+	struct list_node throttled;   /* struct cache_waiter: writes waiting for room */
+	unsigned in_flight;
+	int stopping;                 /* no new WRITEs: the daemon stops */
+} W;
+
+static void pass_pump(struct wb_pass *p);
+static void pass_start(struct cache_object *o);
+
+static const struct nfsd_config *cfg(void)
+{
+	return &nfsd.cfg;
+}
+
+static uint32_t chunk_max(void)
+{
+	uint32_t m = upstream_wtmax(nfsd.upstream);
+
+	if (m == 0)
+		m = WB_DEFAULT_WTMAX;
+	return m;
+}
+
+/* ---- waiters ---------------------------------------------------------- */
+
+/* Answer the waiters of `o` that its passes have served. */
+static void waiters_check(struct cache_object *o, int status)
+{
+	struct list_node *pos, *tmp, ready;
+
+	list_init(&ready);
+	list_for_each_safe(pos, tmp, &W.waiters) {
+		struct writeback_waiter *w = list_entry(pos, struct writeback_waiter, link);
+		if (w->o != o)
+			continue;
+		if (w->need <= o->wb_done || (!o->wb && !cache_has_dirty(o))) {
+			list_del(&w->link);
+			list_add_tail(&ready, &w->link);
+		}
+	}
+	while (!list_empty(&ready)) {
+		struct writeback_waiter *w = list_entry(ready.next, struct writeback_waiter, link);
+		list_del(&w->link);
+		w->done(w, w->need <= o->wb_done ? status : 0);
+	}
+}
+
+static int waited_for(const struct cache_object *o)
+{
+	struct list_node *pos;
+
+	for (pos = W.waiters.next; pos != &W.waiters; pos = pos->next)
+		if (list_entry(pos, struct writeback_waiter, link)->o == o)
+			return 1;
+	return 0;
+}
+
+static void throttled_wake(void)
+{
+	while (!list_empty(&W.throttled) && stats.cache_dirty_bytes < cfg()->cache_max_dirty) {
+		struct cache_waiter *w = list_entry(W.throttled.next, struct cache_waiter, link);
+		list_del(&w->link);
+		w->wake(w);
+	}
+}
+
+/* ---- a pass ----------------------------------------------------------- */
+
+static void pump_all(void)
+{
+	struct list_node *pos, *tmp;
+
+	list_for_each_safe(pos, tmp, &W.passes)
+		pass_pump(list_entry(pos, struct wb_pass, link));
+}
+
+static void pass_finish(struct wb_pass *p, int status)
+{
+	struct cache_object *o = p->o;
+
+	if (status == 0) {
+		cache_commit_settle(o, CACHE_COMMITTED);
+	} else if (status < 0) {
+		cache_commit_settle(o, CACHE_RESEND);
+	} else {
+		cache_commit_settle(o, CACHE_FAILED);
+		if (!o->removed) {
+			stats.cache_writeback_errors++;
+			o->wb_error = (uint32_t)status;
+			log_limited(LOG_LEVEL_WARNING,
+				    "writeback: object %llu: the upstream refused the data (NFS status %d): "
+				    "reported to the next COMMIT", (unsigned long long)o->id, status);
+		}
+	}
+	o->wb = NULL;
+	o->wb_done++;
+	list_del(&p->link);
+	free(p->ranges);
+	free(p);
+	waiters_check(o, status);
+	if (waited_for(o) && cache_has_dirty(o) && !o->wb && !o->wb_recover && status >= 0)
+		pass_start(o);   /* bytes written since this pass began are waited for */
+	throttled_wake();
+	pump_all();
+}
+
+/* The upstream lost what it had not committed (its verifier changed): the
+ * pass sends everything again, the bytes dirtied since included. */
+static void pass_restart(struct wb_pass *p)
+{
+	struct cache_object *o = p->o;
+	size_t n;
+
+	log_info("writeback: object %llu: the upstream's verifier changed: writing again",
+		 (unsigned long long)o->id);
+	if (++p->restarts > WB_MAX_RESTARTS) {
+		pass_finish(p, -ETIMEDOUT);
+		return;
+	}
+	cache_commit_settle(o, CACHE_RESEND);
+	free(p->ranges);
+	p->ranges = cache_dirty_take(o, &n);
+	p->n = n;
+	p->cur = 0;
+	p->pos = n ? p->ranges[0] : 0;
+	p->have_verf = p->verf_changed = 0;
+	p->cred = o->wb_cred;
+	memset(&p->commit, 0, sizeof(p->commit));
+	pass_pump(p);
+}
+
+static void commit_done(void *priv, enum upstream_status st, void *res)
+{
+	struct wb_pass *p = priv;
+	COMMIT3res *r = res;
+
+	if (st == UPSTREAM_TIMEOUT || (st == UPSTREAM_OK && r->status == NFS3ERR_JUKEBOX)) {
+		pass_finish(p, -ETIMEDOUT);
+	} else if (st != UPSTREAM_OK) {
+		pass_finish(p, st == UPSTREAM_DENIED ? NFS3ERR_ACCES : NFS3ERR_IO);
+	} else if (r->status != NFS3_OK) {
+		pass_finish(p, r->status);
+	} else if (memcmp(r->COMMIT3res_u.resok.verf, p->verf, NFS3_WRITEVERFSIZE) != 0) {
+		pass_restart(p);
+	} else {
+		pass_finish(p, 0);
+	}
+}
+
+/* Every WRITE answered: COMMIT, or end the pass. */
+static void pass_writes_done(struct wb_pass *p)
+{
+	if (p->error) {
+		pass_finish(p, (int)p->error);
+		return;
+	}
+	if (p->transient) {
+		/* resent by a later pass */
+		pass_finish(p, -ETIMEDOUT);
+		return;
+	}
+	if (p->verf_changed) {
+		pass_restart(p);
+		return;
+	}
+	if (!p->have_verf) {
+		pass_finish(p, 0);   /* nothing was left to send (a file removed meanwhile) */
+		return;
+	}
+	memset(&p->commit, 0, sizeof(p->commit));
+	p->commit.file.data.data_len = p->o->fh_len;
+	p->commit.file.data.data_val = (char *)p->o->fh;
+	if (upstream_call(nfsd.upstream, proc_nfs3(NFS3PROC_COMMIT), &p->commit, &p->cred,
+			  commit_done, p) != 0)
+		pass_finish(p, -ETIMEDOUT);
+}
+
+static void chunk_end(struct wb_chunk *c)
+{
+	struct wb_pass *p = c->p;
+
+	free(c->buf);
+	free(c);
+	p->in_flight--;
+	W.in_flight--;
+	pass_pump(p);
+	pump_all();
+}
+
+static void chunk_send(struct wb_chunk *c);
+
+static void chunk_write_done(void *priv, enum upstream_status st, void *res)
+{
+	struct wb_chunk *c = priv;
+	struct wb_pass *p = c->p;
+	struct cache_object *o = p->o;
+	WRITE3res *r = res;
+
+	o->changes_in_flight--;
+	if (st == UPSTREAM_TIMEOUT || (st == UPSTREAM_OK && r->status == NFS3ERR_JUKEBOX)) {
+		p->transient = 1;
+	} else if (st != UPSTREAM_OK) {
+		p->error = st == UPSTREAM_DENIED ? NFS3ERR_ACCES : NFS3ERR_IO;
+	} else if (r->status != NFS3_OK) {
+		p->error = r->status;
+	} else {
+		WRITE3resok *ok = &r->WRITE3res_u.resok;
+		uint32_t n = ok->count < c->len - c->sent ? ok->count : c->len - c->sent;
+		if (!p->have_verf) {
+			memcpy(p->verf, ok->verf, NFS3_WRITEVERFSIZE);
+			p->have_verf = 1;
+		} else if (memcmp(p->verf, ok->verf, NFS3_WRITEVERFSIZE) != 0) {
+			p->verf_changed = 1;
+		}
+		cache_change_done(o, &ok->file_wcc);
+		stats.cache_writeback_bytes += n;
+		c->sent += n;
+		if (n == 0) {
+			p->error = NFS3ERR_IO;   /* the upstream takes nothing: no progress */
+		} else if (c->sent < c->len) {
+			chunk_send(c);           /* a short write: the rest */
+			return;
+		}
+	}
+	chunk_end(c);
+}
+
+static void chunk_send(struct wb_chunk *c)
+{
+	struct wb_pass *p = c->p;
+	struct cache_object *o = p->o;
+
+	memset(&c->args, 0, sizeof(c->args));
+	c->args.file.data.data_len = o->fh_len;
+	c->args.file.data.data_val = (char *)o->fh;
+	c->args.offset = c->offset + c->sent;
+	c->args.count = c->len - c->sent;
+	c->args.stable = UNSTABLE;
+	c->args.data.data_len = c->len - c->sent;
+	c->args.data.data_val = c->buf + c->sent;
+	o->changes_in_flight++;
+	if (upstream_call(nfsd.upstream, proc_nfs3(NFS3PROC_WRITE), &c->args, &p->cred,
+			  chunk_write_done, c) != 0) {
+		o->changes_in_flight--;
+		p->transient = 1;
+		chunk_end(c);
+	}
+}
+
+static void chunk_read_done(void *arg, int rc)
+{
+	struct wb_chunk *c = arg;
+
+	if (W.stopping) {
+		c->p->transient = 1;
+		chunk_end(c);
+		return;
+	}
+	if (rc != 0) {
+		log_limited(LOG_LEVEL_ERROR, "writeback: object %llu: backing file lost dirty data",
+			    (unsigned long long)c->p->o->id);
+		c->p->error = NFS3ERR_IO;
+		chunk_end(c);
+		return;
+	}
+	chunk_send(c);
+}
+
+static void pass_pump(struct wb_pass *p)
+{
+	if (W.stopping)
+		p->transient = 1;   /* the bytes stay dirty, recorded for the next start */
+	while (p->cur < p->n && !p->error && !p->transient &&
+	       p->in_flight < WB_PASS_IN_FLIGHT && W.in_flight < WB_MAX_IN_FLIGHT) {
+		uint64_t end = p->ranges[2 * p->cur + 1];
+		uint64_t len = end - p->pos;
+		if (len > chunk_max())
+			len = chunk_max();
+		struct wb_chunk *c = calloc(1, sizeof(*c));
+		if (!c)
+			abort();
+		c->p = p;
+		c->offset = p->pos;
+		c->len = (uint32_t)len;
+		c->buf = malloc(c->len);
+		if (!c->buf)
+			abort();
+		p->pos += len;
+		if (p->pos == end && ++p->cur < p->n)
+			p->pos = p->ranges[2 * p->cur];
+		p->in_flight++;
+		W.in_flight++;
+		cache_read_backing_async(p->o, c->offset, c->buf, c->len, chunk_read_done, c);
+	}
+	if ((p->cur == p->n || p->error || p->transient) && p->in_flight == 0 && !p->commit.file.data.data_len)
+		pass_writes_done(p);
+}
+
+static void pass_start(struct cache_object *o)
+{
+	struct wb_pass *p = calloc(1, sizeof(*p));
+	size_t n;
+
+	if (!p)
+		abort();
+	p->o = o;
+	p->cred = o->wb_cred;
+	p->ranges = cache_dirty_take(o, &n);
+	p->n = n;
+	p->pos = n ? p->ranges[0] : 0;
+	o->wb = p;
+	o->wb_started++;
+	list_add_tail(&W.passes, &p->link);
+	pass_pump(p);
+}
+
+/* ---- recovery of dirty ranges from the index --------------------------- */
+
+static void recover_done(void *priv, enum upstream_status st, void *res)
+{
+	struct wb_getattr *g = priv;
+	struct cache_object *o = g->o;
+	GETATTR3res *r = res;
+
+	if (st == UPSTREAM_OK && r->status == NFS3_OK) {
+		cache_attrs_update(o, &r->GETATTR3res_u.resok.obj_attributes, g->seq);
+	} else if (st == UPSTREAM_OK && r->status != NFS3ERR_JUKEBOX && o->wb_recover) {
+		o->wb_recover = 0;
+		log_warning("writeback: object %llu: gone upstream (NFS status %d): "
+			    "%llu dirty bytes from before the restart discarded",
+			    (unsigned long long)o->id, r->status,
+			    (unsigned long long)cache_dirty_drop(o, 0, UINT64_MAX));
+	}
+	if (o->wb_recover == 2)
+		o->wb_recover = 1;   /* no answer: asked again on a later tick */
+	free(g);
+	waiters_check(o, 0);
+	if (!o->wb_recover && cache_has_dirty(o) && !o->wb)
+		pass_start(o);
+}
+
+static void recover_start(struct cache_object *o)
+{
+	struct wb_getattr *g = calloc(1, sizeof(*g));
+
+	if (!g)
+		abort();
+	g->o = o;
+	g->seq = cache_seq();
+	g->args.object.data.data_len = o->fh_len;
+	g->args.object.data.data_val = (char *)o->fh;
+	o->wb_recover = 2;
+	if (upstream_call(nfsd.upstream, proc_nfs3(NFS3PROC_GETATTR), &g->args, &o->wb_cred,
+			  recover_done, g) != 0) {
+		o->wb_recover = 1;
+		free(g);
+	}
+}
+
+/* ---- scheduling ------------------------------------------------------- */
+
+static void tick_cb(struct ev_loop *loop, ev_timer *t, int revents)
+{
+	struct list_node *head = cache_dirty_list(), *pos, *tmp;
+	ev_tstamp now = ev_now(loop);
+	double expire_s = (double)cfg()->cache_dirty_expire_ms / 1000.0;
+	int pressure = stats.cache_dirty_bytes >= cfg()->cache_max_dirty / 2;
+
+	(void)t;
+	(void)revents;
+	list_for_each_safe(pos, tmp, head) {
+		struct cache_object *o = list_entry(pos, struct cache_object, wb_link);
+		if (o->wb_recover == 1 && nfsd.upstream)
+			recover_start(o);
+		if (o->wb || o->wb_recover || o->dirty.count == 0)
+			continue;
+		if (pressure || now - o->dirty_since >= expire_s || waited_for(o))
+			pass_start(o);
+	}
+	throttled_wake();
+}
+
+int writeback_throttle(uint32_t len, struct cache_waiter *w)
+{
+	if (stats.cache_dirty_bytes + len >= cfg()->cache_max_dirty / 2)
+		tick_cb(W.loop, &W.tick, 0);   /* write-back starts early */
+	if (stats.cache_dirty_bytes == 0 || stats.cache_dirty_bytes + len <= cfg()->cache_max_dirty)
+		return 0;
+	list_add_tail(&W.throttled, &w->link);
+	return 1;
+}
+
+int writeback_flush(struct cache_object *o, struct writeback_waiter *w)
+{
+	if (!cache_has_dirty(o) && !o->wb)
+		return 1;
+	w->o = o;
+	/* a running pass does not hold the bytes dirtied since it started */
+	w->need = o->wb_started + (o->wb == NULL || o->dirty.count != 0);
+	list_add_tail(&W.waiters, &w->link);
+	if (!o->wb && !o->wb_recover && o->dirty.count)
+		pass_start(o);
+	else if (!o->wb && !o->wb_recover)
+		ev_feed_event(W.loop, &W.tick, EV_TIMER);   /* answered from the loop */
+	return 0;
+}
+
+struct flush_one {
+	struct writeback_waiter w;    /* first: the callback gets &w */
+	struct flush_all *fa;
+};
+
+static void flush_all_end(struct flush_all *fa)
+{
+	if (--fa->pending == 0) {
+		fa->done(fa->arg, fa->status);
+		free(fa);
+	}
+}
+
+static void flush_all_one(struct writeback_waiter *w, int status)
+{
+	struct flush_one *one = (struct flush_one *)(void *)w;
+	struct flush_all *fa = one->fa;
+
+	if (status == 0 && w->o->wb_error)
+		status = (int)w->o->wb_error;
+	if (status != 0 && fa->status == 0)
+		fa->status = status;
+	free(one);
+	flush_all_end(fa);
+}
+
+int writeback_flush_all(void (*done)(void *arg, int status), void *arg)
+{
+	struct list_node *head = cache_dirty_list(), *pos, *tmp;
+	struct flush_all *fa = calloc(1, sizeof(*fa));
+
+	if (!fa)
+		abort();
+	fa->done = done;
+	fa->arg = arg;
+	fa->pending = 1;   /* held until every object is asked */
+	list_for_each_safe(pos, tmp, head) {
+		struct cache_object *o = list_entry(pos, struct cache_object, wb_link);
+		struct flush_one *one = calloc(1, sizeof(*one));
+		if (!one)
+			abort();
+		one->w.done = flush_all_one;
+		one->fa = fa;
+		fa->pending++;
+		if (writeback_flush(o, &one->w) == 1) {
+			fa->pending--;
+			free(one);
+		}
+	}
+	if (fa->pending == 1) {
+		free(fa);
+		return 1;
+	}
+	/* answered from the loop, never from here */
+	fa->pending--;
+	return 0;
+}
+
+int writeback_init(struct ev_loop *loop)
+{
+	memset(&W, 0, sizeof(W));
+	W.loop = loop;
+	list_init(&W.passes);
+	list_init(&W.waiters);
+	list_init(&W.throttled);
+	ev_timer_init(&W.tick, tick_cb, WB_TICK_S, WB_TICK_S);
+	ev_timer_start(loop, &W.tick);
+	ev_unref(loop);   /* the timer alone does not keep the loop running */
+	return 0;
+}
+
+void writeback_finalise(void)
+{
+	if (!W.loop)
+		return;
+	ev_ref(W.loop);
+	ev_timer_stop(W.loop, &W.tick);
+	W.stopping = 1;
+}
