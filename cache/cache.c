@@ -48,6 +48,8 @@ static struct {
 	struct list_node open_fds;      /* objects with an open backing file, LRU first */
 	unsigned n_open;
 	struct list_node wb_list;       /* objects with dirty data, oldest first */
+	int *sync_fds;                  /* closed backing files the next batch syncs first */
+	size_t n_sync_fds, cap_sync_fds;
 	int commit_again;               /* a batch is wanted as soon as the running one ends */
 } C;
 
@@ -99,19 +101,69 @@ static void bytes_changed(uint64_t before, uint64_t after)
 
 static uint64_t dirty_bytes(const struct cache_object *o)
 {
-	return o->dirty.bytes + o->commit.bytes;
+	return o->unsynced_bytes;
 }
 
-/* Keep cache.dirty.bytes and the list of dirty objects in step. */
-static void dirty_changed(struct cache_object *o, uint64_t before)
-{
-	uint64_t after = dirty_bytes(o);
+static int add_range(uint64_t start, uint64_t end, void *ctx);
 
-	stats.cache_dirty_bytes += after - before;
+/* |dirty ∪ commit|: both sets are only held together while a pass runs. */
+static uint64_t union_bytes(const struct cache_object *o)
+{
+	struct extent_set u;
+	uint64_t n;
+
+	if (o->commit.count == 0 || o->dirty.count == 0)
+		return o->dirty.bytes + o->commit.bytes;
+	extent_set_init(&u);
+	extent_set_foreach(&o->dirty, add_range, &u);
+	extent_set_foreach(&o->commit, add_range, &u);
+	n = u.bytes;
+	extent_set_clear(&u);
+	return n;
+}
+
+/* Keep unsynced_bytes, cache.dirty.bytes and the list of dirty objects in
+ * step with the sets (`now`: the new |dirty ∪ commit|). */
+static void unsynced_set(struct cache_object *o, uint64_t now)
+{
+	stats.cache_dirty_bytes += now - o->unsynced_bytes;
+	o->unsynced_bytes = now;
 	if (o->dirty.count == 0 && o->commit.count == 0)
 		list_del(&o->wb_link);
 	else if (list_empty(&o->wb_link))
 		list_add_tail(&C.wb_list, &o->wb_link);
+}
+
+static void dirty_changed(struct cache_object *o, uint64_t before)
+{
+	(void)before;
+	unsynced_set(o, union_bytes(o));
+}
+
+/*
+ * Call fn(start, end, ctx) for each part of [start, end) that is neither
+ * dirty nor sent upstream (the bytes that are only the upstream's copy),
+ * in order; stops at and returns a nonzero return of fn.
+ */
+static int foreach_clean_part(const struct cache_object *o, uint64_t start, uint64_t end,
+			      int (*fn)(uint64_t s, uint64_t e, void *ctx), void *ctx)
+{
+	uint64_t pos = start, gs, ge, cs, ce;
+	int rc;
+
+	while (pos < end && extent_set_first_gap(&o->dirty, pos, end, &gs, &ge)) {
+		for (uint64_t p = gs; p < ge && extent_set_first_gap(&o->commit, p, ge, &cs, &ce); p = ce)
+			if ((rc = fn(cs, ce, ctx)) != 0)
+				return rc;
+		pos = ge;
+	}
+	return 0;
+}
+
+static int count_part(uint64_t s, uint64_t e, void *ctx)
+{
+	*(uint64_t *)ctx += e - s;
+	return 0;
 }
 
 static int64_t realtime_ns(void)
@@ -229,15 +281,17 @@ void cache_invalidate(struct cache_object *o, const char *why)
 	uint64_t before = o->valid.bytes;
 
 	changed(o);
-	if (before == dirty_bytes(o))
-		return;   /* nothing clean to drop */
-	log_debug("cache: object %llu invalidated: %s", (unsigned long long)o->id, why);
-	stats.cache_invalidations++;
+	if (before == 0)
+		return;
 	extent_set_clear(&o->valid);
 	/* dirty bytes are newer than anything upstream: never dropped here */
 	extent_set_foreach(&o->dirty, add_range, &o->valid);
 	extent_set_foreach(&o->commit, add_range, &o->valid);
 	bytes_changed(before, o->valid.bytes);
+	if (o->valid.bytes == before)
+		return;   /* nothing clean was held */
+	log_debug("cache: object %llu invalidated: %s", (unsigned long long)o->id, why);
+	stats.cache_invalidations++;
 	if (o->fd >= 0 && o->valid.count == 0)
 		backing_truncate(o->fd, 0);
 	mark_dirty(o);
@@ -280,12 +334,12 @@ void cache_attrs_update(struct cache_object *o, const fattr3 *a, uint64_t gen_at
 		/* dirty bytes from before a restart: written back only onto the
 		 * file they were written to, unchanged since */
 		o->wb_recover = 0;
-		if (!o->coh.known || !coherency_matches(o, a))
+		if (!o->coh.known || !coherency_matches(o, a)) {
+			uint64_t n = cache_dirty_drop(o, 0, UINT64_MAX);
 			log_warning("cache: object %llu changed upstream while nfscached was "
 				    "stopped: %llu dirty bytes discarded",
-				    (unsigned long long)o->id,
-				    (unsigned long long)cache_dirty_drop(o, 0, UINT64_MAX));
-		else
+				    (unsigned long long)o->id, (unsigned long long)n);
+		} else
 			log_info("cache: object %llu: %llu dirty bytes from before the restart "
 				 "to write back", (unsigned long long)o->id,
 				 (unsigned long long)dirty_bytes(o));
@@ -371,18 +425,23 @@ static int access_same(const struct cache_access *a, const struct rpc_cred *cred
 	       a->gids_hash == gids_hash(cred);
 }
 
-void cache_access_record(struct cache_object *o, const struct rpc_cred *cred, uint32_t granted)
+void cache_access_record(struct cache_object *o, const struct rpc_cred *cred, uint32_t asked,
+			 uint32_t granted)
 {
 	struct cache_access *slot = &o->access[0];
+	uint32_t known = 0;
 
 	for (int i = 0; i < CACHE_ACCESS_SLOTS; i++) {
 		if (access_same(&o->access[i], cred)) {
 			slot = &o->access[i];
+			if (ev_now(C.loop) - slot->time <= (double)C.cfg->cache_acregmax)
+				known = slot->granted & ~asked;
 			break;
 		}
 		if (o->access[i].time < slot->time)
 			slot = &o->access[i];   /* the oldest goes */
 	}
+	granted = known | (granted & asked);
 	slot->uid = cred->uid;
 	slot->gid = cred->gid;
 	slot->gids_hash = gids_hash(cred);
@@ -420,7 +479,19 @@ static int object_fd(struct cache_object *o)
 		/* reopened on its next use; its data stays valid */
 		struct cache_object *lru = list_first(&C.open_fds, struct cache_object, fd_link);
 		list_del(&lru->fd_link);
-		close(lru->fd);
+		if (lru->index_dirty) {
+			/* its ranges go to the index with the next batch, which
+			 * must sync their data first: the batch closes it */
+			if (C.n_sync_fds == C.cap_sync_fds) {
+				C.cap_sync_fds = C.cap_sync_fds ? 2 * C.cap_sync_fds : 64;
+				C.sync_fds = realloc(C.sync_fds, C.cap_sync_fds * sizeof(*C.sync_fds));
+				if (!C.sync_fds)
+					abort();
+			}
+			C.sync_fds[C.n_sync_fds++] = lru->fd;
+		} else {
+			close(lru->fd);
+		}
 		lru->fd = -1;
 		C.n_open--;
 	}
@@ -444,6 +515,29 @@ static int object_fd(struct cache_object *o)
 	return o->fd;
 }
 
+struct store_ctx {
+	struct cache_object *o;
+	int fd;
+	const void *data;       /* the bytes from `offset` on */
+	uint64_t offset;
+};
+
+static int store_part(uint64_t s, uint64_t e, void *ctx)
+{
+	struct store_ctx *sc = ctx;
+	int rc = backing_write(sc->fd, (const char *)sc->data + (s - sc->offset), (size_t)(e - s), s);
+
+	if (rc != 0) {
+		log_limited(LOG_LEVEL_WARNING, "cache: backing write of object %llu: %s",
+			    (unsigned long long)sc->o->id, strerror(-rc));
+		return rc;
+	}
+	uint64_t before = sc->o->valid.bytes;
+	extent_set_add(&sc->o->valid, s, e);
+	bytes_changed(before, sc->o->valid.bytes);
+	return 0;
+}
+
 int cache_store(struct cache_object *o, uint64_t offset, const void *data, uint32_t len,
 		uint64_t gen_at_start)
 {
@@ -454,25 +548,11 @@ int cache_store(struct cache_object *o, uint64_t offset, const void *data, uint3
 	int fd = object_fd(o);
 	if (fd < 0)
 		return fd;
-	uint64_t end = offset + len, pos = offset, gs, ge, cs, ce;
 	/* one pwrite per part that is neither dirty nor sent: local bytes win */
-	while (extent_set_first_gap(&o->dirty, pos, end, &gs, &ge)) {
-		for (uint64_t p = gs; extent_set_first_gap(&o->commit, p, ge, &cs, &ce); p = ce) {
-			int rc = backing_write(fd, (const char *)data + (cs - offset),
-					       (size_t)(ce - cs), cs);
-			if (rc != 0) {
-				log_limited(LOG_LEVEL_WARNING, "cache: backing write of object %llu: %s",
-					    (unsigned long long)o->id, strerror(-rc));
-				return rc;
-			}
-			uint64_t before = o->valid.bytes;
-			extent_set_add(&o->valid, cs, ce);
-			bytes_changed(before, o->valid.bytes);
-		}
-		pos = ge;
-	}
+	struct store_ctx sc = { o, fd, data, offset };
+	int rc = foreach_clean_part(o, offset, offset + len, store_part, &sc);
 	mark_dirty(o);
-	return 0;
+	return rc;
 }
 
 /* ---- write-back state ------------------------------------------------ */
@@ -553,7 +633,8 @@ int cache_write_local(struct cache_object *o, uint64_t offset, const void *data,
 			    (unsigned long long)o->id, strerror(-rc));
 		return rc;
 	}
-	uint64_t dbefore = dirty_bytes(o), before = o->valid.bytes;
+	uint64_t added = 0, before = o->valid.bytes;
+	foreach_clean_part(o, offset, end, count_part, &added);
 	if (!cache_has_dirty(o)) {
 		o->local_size = o->coh.size;
 		o->local_mtime_ns = o->coh.mtime_ns;
@@ -563,7 +644,7 @@ int cache_write_local(struct cache_object *o, uint64_t offset, const void *data,
 	extent_set_add(&o->valid, offset, end);
 	bytes_changed(before, o->valid.bytes);
 	extent_set_add(&o->dirty, offset, end);
-	dirty_changed(o, dbefore);
+	unsynced_set(o, o->unsynced_bytes + added);
 	if (end > o->local_size)
 		o->local_size = end;
 	int64_t now = realtime_ns();
@@ -897,11 +978,14 @@ static void commit_start(void)
 		abort();
 	job->recs = calloc(n, sizeof(*job->recs));
 	job->objs = calloc(n, sizeof(*job->objs));
-	job->fds = calloc(n, sizeof(*job->fds));
+	job->fds = calloc(n + C.n_sync_fds, sizeof(*job->fds));
 	job->ranges = calloc(nranges * 2 + 2, sizeof(*job->ranges));
 	if (!job->recs || !job->fds || !job->ranges)
 		abort();
 	uint64_t *rp = job->ranges;
+	memcpy(job->fds, C.sync_fds, C.n_sync_fds * sizeof(*job->fds));
+	job->nfds = C.n_sync_fds;
+	C.n_sync_fds = 0;
 	list_for_each_safe(pos, tmp, &C.dirty) {
 		struct cache_object *o = list_entry(pos, struct cache_object, dirty_link);
 		job->objs[job->n] = o;
@@ -927,6 +1011,10 @@ static void commit_start(void)
 		extent_set_foreach(&unsynced, collect_range, &rp);
 		extent_set_clear(&unsynced);
 		r->wopen = o->wopen != 0;
+		/* from now on the index may hold these ranges: a write must be
+		 * marked first (cache_write_ready) */
+		if (r->nranges > o->recorded_ranges)
+			o->recorded_ranges = r->nranges;
 		r->wb_uid = o->wb_cred.uid;
 		r->wb_gid = o->wb_cred.gid;
 		r->wb_ngids = o->wb_cred.gids_len;
@@ -1119,6 +1207,9 @@ void cache_finalise(void)
 	index_close(C.index);
 	objects_free();
 	free(C.volume);
+	for (size_t i = 0; i < C.n_sync_fds; i++)
+		close(C.sync_fds[i]);
+	free(C.sync_fds);
 	close(C.lock_fd);
 	memset(&C, 0, sizeof(C));
 }

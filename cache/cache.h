@@ -79,7 +79,9 @@ struct cache_object {
 	ev_tstamp dirty_since;           /* loop time the oldest dirty byte was written */
 	int wopen;                       /* 0; 1 = "written to" requested in the index;
 					  * 2 = recorded (local writes may go ahead) */
-	size_t recorded_ranges;          /* valid ranges the index holds for it now */
+	size_t recorded_ranges;          /* valid ranges the index holds (or a running
+					  * batch is writing) for it */
+	uint64_t unsynced_bytes;         /* bytes in dirty ∪ commit */
 	int wb_recover;                  /* dirty ranges from the index, kept only if the
 					  * upstream file is unchanged since (first attributes);
 					  * 2 = their GETATTR is in flight */
@@ -149,9 +151,12 @@ void cache_truncate(struct cache_object *o, uint64_t size);
 /* Were the coherency data confirmed within cache.acregmax? */
 int cache_attrs_fresh(const struct cache_object *o);
 
-/* ACCESS results per credential: record what the upstream granted, and ask
- * whether `bits` were granted to `cred` within cache.acregmax. */
-void cache_access_record(struct cache_object *o, const struct rpc_cred *cred, uint32_t granted);
+/* ACCESS results per credential: record what the upstream granted of the
+ * bits `asked` (RFC 1813 §3.3.4: an answer says nothing of bits not asked,
+ * so what is known of those stays), and ask whether `bits` were granted to
+ * `cred` within cache.acregmax. */
+void cache_access_record(struct cache_object *o, const struct rpc_cred *cred, uint32_t asked,
+			 uint32_t granted);
 int cache_access_granted(const struct cache_object *o, const struct rpc_cred *cred, uint32_t bits);
 
 /*

@@ -51,7 +51,9 @@ static void attrs_fixup(struct nfsd_call *call, void *res)
 		if (r->status == NFS3_OK) {
 			post_op(call, fh, &r->ACCESS3res_u.resok.obj_attributes);
 			if ((o = nfsd_cache_object(fh)))
-				cache_access_record(o, &call->cred, r->ACCESS3res_u.resok.access);
+				cache_access_record(o, &call->cred,
+						    ((ACCESS3args *)call->args)->access,
+						    r->ACCESS3res_u.resok.access);
 		}
 		break;
 	}

@@ -26,6 +26,7 @@
 #include "daemon/nfsd.h"
 #include "daemon/stats.h"
 #include "daemon/upstream.h"
+#include "daemon/writeback.h"
 
 #define ACCESS3_READ_BIT 0x0001
 #define READAHEAD_MAX_FETCHES 8     /* readahead READs in flight per object */
@@ -38,6 +39,7 @@ struct read_op {
 	int sequential;                 /* it starts where the previous READ ended */
 	int readahead_done;
 	int fetches;                    /* upstream READs made for it */
+	struct writeback_waiter wbw;
 	union {
 		GETATTR3args getattr;
 		ACCESS3args access;
@@ -277,6 +279,19 @@ static void answer_from_fetch(struct read_op *op, const struct fetch *f, READ3re
 	reply_from(op, &res);
 }
 
+static void read_after_flush(struct writeback_waiter *w, int status)
+{
+	struct read_op *op = (struct read_op *)(void *)((char *)w - offsetof(struct read_op, wbw));
+
+	if (status < 0) {
+		struct nfsd_call *call = op->call;
+		op_free(op);
+		call_reply_jukebox(call);
+		return;
+	}
+	read_try(op);
+}
+
 static int ok_attrs(const READ3res *r)
 {
 	return r->READ3res_u.resok.file_attributes.attributes_follow;
@@ -321,17 +336,24 @@ static void fetch_done(void *priv, enum upstream_status st, void *res)
 		cache_store(o, f->start, ok->data.data_val, n, f->seq);
 		if (ok->eof && cache_has_dirty(o))
 			store_zeros_past_eof(o, f, n);
-		cache_access_record(o, &f->cred, ACCESS3_READ_BIT);
+		cache_access_record(o, &f->cred, ACCESS3_READ_BIT, ACCESS3_READ_BIT);
 	}
 	if (f->op) {
 		struct read_op *op = f->op;
 		struct nfsd_call *call = op->call;
-		if (st == UPSTREAM_OK && r->status == NFS3_OK && cache_has_dirty(o) &&
-		    op->fetches < 3) {
+		if (st == UPSTREAM_OK && r->status == NFS3_OK && cache_has_dirty(o)) {
 			/* local bytes are newer than the upstream's: answered from the
-			 * cache, which now holds the rest */
+			 * cache, which now holds the rest — or, when our own write-back
+			 * keeps outdating what is fetched, once the upstream has them */
 			f->op = NULL;
-			read_try(op);
+			if (op->fetches < 3) {
+				read_try(op);
+			} else {
+				op->fetches = 0;
+				op->wbw.done = read_after_flush;
+				if (writeback_flush(o, &op->wbw) == 1)
+					read_try(op);
+			}
 		} else if (st == UPSTREAM_OK && r->status == NFS3_OK) {
 			if (ok_attrs(r))
 				cache_patch_attrs(o, &r->READ3res_u.resok.file_attributes.post_op_attr_u.attributes);
@@ -377,7 +399,8 @@ static void access_done(void *priv, enum upstream_status st, void *res)
 	ACCESS3res *r = res;
 
 	if (st == UPSTREAM_OK && r->status == NFS3_OK) {
-		cache_access_record(op->o, &op->call->cred, r->ACCESS3res_u.resok.access);
+		cache_access_record(op->o, &op->call->cred, op->args.access.access,
+				    r->ACCESS3res_u.resok.access);
 		if (r->ACCESS3res_u.resok.obj_attributes.attributes_follow)
 			cache_attrs_update(op->o, &r->ACCESS3res_u.resok.obj_attributes.post_op_attr_u.attributes,
 					   op->seq);
@@ -466,7 +489,7 @@ static void first_read_fixup(struct nfsd_call *call, void *res)
 	cache_attrs_update(o, &ok->file_attributes.post_op_attr_u.attributes, call->seq);
 	stats.cache_read_bytes_upstream += n;
 	cache_store(o, a->offset, ok->data.data_val, n, call->seq);
-	cache_access_record(o, &call->cred, ACCESS3_READ_BIT);
+	cache_access_record(o, &call->cred, ACCESS3_READ_BIT, ACCESS3_READ_BIT);
 	o->next_offset = a->offset + a->count;
 }
 

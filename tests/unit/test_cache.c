@@ -1,0 +1,964 @@
+/*
+ * test_cache.c — the write-back state kept by cache/cache.c (DESIGN.md
+ * "Write-back", "Persistence"), driven through the real module on a
+ * temporary cache directory with a real libev loop, the real worker pool
+ * and the real sqlite index: local writes (valid, dirty, size, mtime, the
+ * gauges), zero-filled gaps, per-page dirty ranges kept apart, fetched data
+ * merged under dirty bytes, invalidation sparing dirty and sent bytes, a
+ * write-back pass settled each of the three ways, dropping and truncating
+ * dirty bytes, dirty ranges and the writer's credential surviving a clean
+ * restart (kept or discarded by the first attributes), and the "written to"
+ * mark: cache_write_ready() waits for its batch, and after a crash (a child
+ * that _exit()s without cache_finalise) only recorded dirty ranges of a
+ * marked object are trusted.
+ *
+ * Includes cache.c to reach its state (C) and commit_start(); the other
+ * modules are linked. 
+ */
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "cache/cache.c"
+
+#include "tests/unit/tap.h"
+
+#define VOLUME "server:/export"
+#define UPSTREAM_MTIME_S 1000u
+#define WAIT_MAX_S 10.0
+
+static struct ev_loop *lp;
+static struct nfsd_config cfg;
+static char cache_dir[256];
+
+static const struct rpc_cred writer = {
+	.flavor = RPC_AUTH_SYS,
+	.machinename = "client",
+	.uid = 1000,
+	.gid = 100,
+	.gids_len = 3,
+	.gids = { 100, 200, 300 },
+};
+
+struct test_waiter {
+	struct cache_waiter w;   /* first: the callback casts back */
+	int woken;               /* wake() calls */
+};
+
+static void test_wake(struct cache_waiter *w)
+{
+	((struct test_waiter *)(void *)w)->woken++;
+}
+
+static void waiter_init(struct test_waiter *t)
+{
+	memset(t, 0, sizeof(*t));
+	list_init(&t->w.link);
+	t->w.wake = test_wake;
+}
+
+/* ---- the loop ------------------------------------------------------- */
+
+static void break_cb(struct ev_loop *l, ev_timer *t, int revents)
+{
+	(void)t;
+	(void)revents;
+	ev_break(l, EVBREAK_ONE);
+}
+
+/* Run the loop for `seconds`: batch timer, worker completions. */
+static void run_for(double seconds)
+{
+	ev_timer t;
+
+	ev_now_update(lp);
+	ev_timer_init(&t, break_cb, seconds, 0);
+	ev_timer_start(lp, &t);
+	ev_run(lp, 0);
+	ev_timer_stop(lp, &t);
+}
+
+/* Run the loop until every changed object is in the index (the 1 s batch
+ * ran and completed).  Returns the seconds waited, or -1 on a timeout. */
+static double wait_batch(void)
+{
+	double waited = 0;
+
+	while (C.commit_running || !list_empty(&C.dirty)) {
+		if (waited > WAIT_MAX_S)
+			return -1;
+		run_for(0.05);
+		waited += 0.05;
+	}
+	return waited;
+}
+
+static int wait_woken(const struct test_waiter *t)
+{
+	for (double waited = 0; !t->woken; waited += 0.05) {
+		if (waited > WAIT_MAX_S)
+			return 0;
+		run_for(0.05);
+	}
+	return 1;
+}
+
+/* ---- a cache on a fresh directory ----------------------------------- */
+
+static int cache_open_here(void)
+{
+	memset(&stats, 0, sizeof(stats));
+	ev_now_update(lp);
+	return cache_init(lp, &cfg, VOLUME);
+}
+
+static void setup(void)
+{
+	snprintf(cache_dir, sizeof(cache_dir), "%s/test_cache.XXXXXX",
+		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	if (!mkdtemp(cache_dir)) {
+		perror("mkdtemp");
+		exit(1);
+	}
+	cfg.cache_dir = cache_dir;
+	if (cache_open_here() != 0) {
+		fprintf(stderr, "cache_init on %s failed\n", cache_dir);
+		exit(1);
+	}
+}
+
+static void teardown(void)
+{
+	cache_finalise();
+	backing_remove_tree(cache_dir);
+}
+
+/* ---- objects, data -------------------------------------------------- */
+
+static fattr3 upstream_attrs(uint64_t size, uint32_t mtime_s, uint64_t fileid)
+{
+	fattr3 a;
+
+	memset(&a, 0, sizeof(a));
+	a.type = NF3REG;
+	a.mode = 0644;
+	a.nlink = 1;
+	a.uid = 1000;
+	a.gid = 100;
+	a.size = size;
+	a.used = size;
+	a.fsid = 1;
+	a.fileid = fileid;
+	a.atime.seconds = a.mtime.seconds = a.ctime.seconds = mtime_s;
+	a.atime.nseconds = a.mtime.nseconds = a.ctime.nseconds = 500;
+	return a;
+}
+
+static struct cache_object *find(const char *name)
+{
+	return cache_find((const uint8_t *)name, (uint32_t)strlen(name));
+}
+
+/* An object whose coherency data say `size` bytes, mtime UPSTREAM_MTIME_S. */
+static struct cache_object *object(const char *name, uint64_t size, uint64_t fileid)
+{
+	struct cache_object *o = cache_get((const uint8_t *)name, (uint32_t)strlen(name));
+	fattr3 a = upstream_attrs(size, UPSTREAM_MTIME_S, fileid);
+
+	cache_attrs_update(o, &a, cache_seq());
+	return o;
+}
+
+/* Fetched data: `len` bytes of `byte` at `offset`. */
+static int fetched(struct cache_object *o, uint64_t offset, uint32_t len, int byte, uint64_t gen)
+{
+	char *buf = malloc(len);
+	int rc;
+
+	if (!buf)
+		abort();
+	memset(buf, byte, len);
+	rc = cache_store(o, offset, buf, len, gen);
+	free(buf);
+	return rc;
+}
+
+/* A client's UNSTABLE WRITE of `len` bytes of `byte` at `offset`. */
+static int written(struct cache_object *o, uint64_t offset, uint32_t len, int byte)
+{
+	char *buf = malloc(len);
+	int rc;
+
+	if (!buf)
+		abort();
+	memset(buf, byte, len);
+	rc = cache_write_local(o, offset, buf, len, &writer);
+	free(buf);
+	return rc;
+}
+
+/* Read [offset, offset + len) through cache_read_local: 0 when it worked and
+ * every byte is `byte`, the read's -errno, or 1 when some byte differs. */
+static int holds(struct cache_object *o, uint64_t offset, uint32_t len, int byte)
+{
+	unsigned char *buf = malloc(len);
+	int rc;
+
+	if (!buf)
+		abort();
+	rc = cache_read_local(o, offset, buf, len);
+	for (uint32_t i = 0; rc == 0 && i < len; i++)
+		if (buf[i] != (unsigned char)byte) {
+			diag("    byte %llu is 0x%02x, expected 0x%02x",
+			     (unsigned long long)(offset + i), buf[i], (unsigned char)byte);
+			rc = 1;
+		}
+	free(buf);
+	return rc;
+}
+
+/* ---- extent sets as text: "[100,110) [300,310)" ---------------------- */
+
+struct text {
+	char buf[1024];
+	size_t len;
+};
+
+static int append_range(uint64_t start, uint64_t end, void *ctx)
+{
+	struct text *t = ctx;
+
+	if (t->len < sizeof(t->buf))
+		t->len += (size_t)snprintf(t->buf + t->len, sizeof(t->buf) - t->len, "%s[%llu,%llu)",
+					   t->len ? " " : "", (unsigned long long)start,
+					   (unsigned long long)end);
+	return 0;
+}
+
+static int is_set(const struct extent_set *s, const char *want, const char *what)
+{
+	struct text t = { .len = 0 };
+	uint64_t bytes = 0;
+
+	t.buf[0] = '\0';
+	extent_set_foreach(s, append_range, &t);
+	for (const char *p = want; (p = strchr(p, '[')); p++) {
+		unsigned long long a, b;
+		if (sscanf(p, "[%llu,%llu)", &a, &b) == 2)
+			bytes += b - a;
+	}
+	int cond = strcmp(t.buf, want) == 0 && s->bytes == bytes;
+	ok(cond, "%s: {%s}", what, want);
+	if (!cond)
+		diag("    got: {%s} (%llu bytes)", t.buf, (unsigned long long)s->bytes);
+	return cond;
+}
+
+static int on_dirty_list(const struct cache_object *o)
+{
+	struct list_node *pos, *tmp;
+
+	list_for_each_safe(pos, tmp, cache_dirty_list())
+		if (list_entry(pos, struct cache_object, wb_link) == o)
+			return 1;
+	return 0;
+}
+
+static size_t dirty_list_length(void)
+{
+	struct list_node *pos, *tmp;
+	size_t n = 0;
+
+	list_for_each_safe(pos, tmp, cache_dirty_list())
+		n++;
+	return n;
+}
+
+static off_t backing_size(const struct cache_object *o)
+{
+	struct stat st;
+
+	return o->fd >= 0 && fstat(o->fd, &st) == 0 ? st.st_size : -1;
+}
+
+/* ---- 1. a write extending the file ---------------------------------- */
+
+static void test_write_extends(void)
+{
+	struct test_waiter w;
+	setup();
+	diag("1. a write of 10 bytes at 10 into a 10-byte file");
+	struct cache_object *o = object("case1", 10, 11);
+	fattr3 up = upstream_attrs(10, UPSTREAM_MTIME_S, 11), a = up;
+
+	is_int(fetched(o, 0, 10, 'u', cache_seq()), 0, "the upstream's 10 bytes stored");
+	is_int(cache_has_dirty(o), 0, "clean before the write");
+	cache_patch_attrs(o, &a);
+	ok(a.size == 10 && a.used == 10 && ns_of(&a.mtime) == ns_of(&up.mtime) &&
+	   ns_of(&a.ctime) == ns_of(&up.ctime), "clean: cache_patch_attrs leaves the attributes alone");
+	waiter_init(&w);
+	is_int(cache_write_ready(o, &w.w), 1, "nothing recorded yet: local writes may go at once");
+	is_int(written(o, 10, 10, 'w'), 0, "cache_write_local 10 bytes at 10");
+	is_set(&o->valid, "[0,20)", "valid");
+	is_set(&o->dirty, "[10,20)", "dirty");
+	is_set(&o->commit, "", "commit set");
+	is_int(cache_has_dirty(o), 1, "cache_has_dirty");
+	is_int(cache_size(o), 20, "cache_size() is the local size");
+	is_int(o->coh.size, 10, "the coherency data still say the upstream's 10");
+	is_int(stats.cache_dirty_bytes, 10, "cache.dirty.bytes");
+	is_int(stats.cache_write_bytes, 10, "cache.write.bytes");
+	is_int(stats.cache_bytes, 20, "cache.bytes");
+	ok(on_dirty_list(o) && dirty_list_length() == 1, "the object is on cache_dirty_list()");
+	ok(memcmp(&o->wb_cred, &writer, sizeof(writer)) == 0, "the writer's credential is kept");
+	cache_patch_attrs(o, &a);
+	is_int(a.size, 20, "cache_patch_attrs: size 20");
+	ok(a.used >= 20, "cache_patch_attrs: used %llu >= 20", (unsigned long long)a.used);
+	ok(ns_of(&a.mtime) >= ns_of(&up.mtime), "cache_patch_attrs: mtime %u.%09u >= the upstream's",
+	   a.mtime.seconds, a.mtime.nseconds);
+	ok(ns_of(&a.ctime) >= ns_of(&a.mtime), "cache_patch_attrs: ctime >= mtime");
+	is_int(a.fileid, 11, "cache_patch_attrs: fileid untouched");
+
+	/* an upstream mtime newer than the local one is never rolled back */
+	fattr3 later = upstream_attrs(10, 4000000000u, 11);
+	cache_patch_attrs(o, &later);
+	is_int(later.mtime.seconds, 4000000000u, "cache_patch_attrs: a newer upstream mtime stays");
+	is_int(later.size, 20, "... and the size is still the local one");
+
+	is_int(holds(o, 0, 10, 'u'), 0, "bytes 0..10 read back: the upstream's");
+	is_int(holds(o, 10, 10, 'w'), 0, "bytes 10..20 read back: the written ones");
+	is_int(backing_size(o), 20, "the backing file is 20 bytes");
+	teardown();
+}
+
+/* ---- 2. a write past the end leaves zeros --------------------------- */
+
+static void test_write_gap(void)
+{
+	setup();
+	diag("2. a write at 100 into a 20-byte file");
+	struct cache_object *o = object("case2", 20, 21);
+
+	is_int(fetched(o, 0, 20, 'u', cache_seq()), 0, "the upstream's 20 bytes stored");
+	is_int(written(o, 100, 10, 'w'), 0, "cache_write_local 10 bytes at 100");
+	is_set(&o->valid, "[0,110)", "valid: the gap 20..100 included");
+	is_set(&o->dirty, "[100,110)", "dirty: only the written bytes");
+	is_int(cache_size(o), 110, "cache_size()");
+	is_int(stats.cache_dirty_bytes, 10, "cache.dirty.bytes");
+	is_int(stats.cache_write_bytes, 10, "cache.write.bytes: the zeros are not written bytes");
+	is_int(stats.cache_bytes, 110, "cache.bytes");
+	is_int(holds(o, 20, 80, 0), 0, "the gap reads as zeros");
+	is_int(holds(o, 100, 10, 'w'), 0, "the written bytes read back");
+
+	/* the next gap starts at the local size, not the upstream's */
+	is_int(written(o, 200, 10, 'x'), 0, "cache_write_local 10 bytes at 200");
+	is_set(&o->valid, "[0,210)", "valid: the gap 110..200 included");
+	is_set(&o->dirty, "[100,110) [200,210)", "dirty");
+	is_int(holds(o, 110, 90, 0), 0, "the second gap reads as zeros");
+	is_int(cache_size(o), 210, "cache_size()");
+	is_int(stats.cache_dirty_bytes, 20, "cache.dirty.bytes");
+	teardown();
+}
+
+/* ---- 3. dirty ranges in one page ------------------------------------ */
+
+static void test_ranges_in_page(void)
+{
+	setup();
+	diag("3. two dirty ranges in one page");
+	struct cache_object *o = object("case3", 4096, 31);
+
+	is_int(written(o, 100, 10, 'a'), 0, "write 100..110");
+	is_int(written(o, 300, 10, 'b'), 0, "write 300..310");
+	is_set(&o->dirty, "[100,110) [300,310)", "two dirty ranges, not widened to one");
+	is_set(&o->valid, "[100,110) [300,310)", "valid: the same two ranges");
+	is_int(stats.cache_dirty_bytes, 20, "cache.dirty.bytes");
+	is_int(cache_size(o), 4096, "cache_size(): the upstream's, not extended");
+	is_int(written(o, 110, 10, 'c'), 0, "write 110..120 (touching at the end)");
+	is_set(&o->dirty, "[100,120) [300,310)", "merged with the range it touches");
+	is_int(written(o, 90, 10, 'd'), 0, "write 90..100 (touching at the start)");
+	is_set(&o->dirty, "[90,120) [300,310)", "merged again");
+	is_int(written(o, 305, 10, 'e'), 0, "write 305..315 (overlapping)");
+	is_set(&o->dirty, "[90,120) [300,315)", "overlap merged");
+	is_set(&o->valid, "[90,120) [300,315)", "valid follows");
+	is_int(stats.cache_dirty_bytes, 45, "cache.dirty.bytes");
+	is_int(stats.cache_write_bytes, 50, "cache.write.bytes: every byte written");
+	is_int(holds(o, 90, 10, 'd'), 0, "90..100");
+	is_int(holds(o, 100, 10, 'a'), 0, "100..110");
+	is_int(holds(o, 110, 10, 'c'), 0, "110..120");
+	is_int(holds(o, 300, 5, 'b'), 0, "300..305");
+	is_int(holds(o, 305, 10, 'e'), 0, "305..315");
+	is_int(holds(o, 120, 10, 0), -EIO, "120..130 is not valid");
+	teardown();
+}
+
+/* ---- 4. fetched data merged under dirty bytes ----------------------- */
+
+static void test_store_under_dirty(void)
+{
+	setup();
+	diag("4. cache_store over dirty and sent bytes");
+	struct cache_object *o = object("case4", 4096, 41);
+	uint64_t gen = cache_seq();   /* the READ was sent before the write */
+	size_t n;
+
+	is_int(written(o, 100, 10, 'w'), 0, "write 100..110");
+	is_int(fetched(o, 0, 4096, 'f', gen), 0, "a fetched page 0..4096 is stored");
+	is_set(&o->valid, "[0,4096)", "valid: the whole page");
+	is_set(&o->dirty, "[100,110)", "dirty: unchanged");
+	is_int(stats.cache_bytes, 4096, "cache.bytes");
+	is_int(stats.cache_dirty_bytes, 10, "cache.dirty.bytes");
+	is_int(holds(o, 100, 10, 'w'), 0, "the dirty bytes are kept (newer)");
+	is_int(holds(o, 0, 100, 'f'), 0, "0..100 filled from the fetch");
+	is_int(holds(o, 110, 4096 - 110, 'f'), 0, "110..4096 filled from the fetch");
+
+	free(cache_dirty_take(o, &n));
+	is_int(written(o, 200, 10, 'x'), 0, "a pass takes 100..110; write 200..210");
+	is_int(fetched(o, 0, 4096, 'g', cache_seq()), 0, "the page is fetched again");
+	is_int(holds(o, 100, 10, 'w'), 0, "bytes being sent are kept");
+	is_int(holds(o, 200, 10, 'x'), 0, "dirty bytes are kept");
+	is_int(holds(o, 0, 100, 'g'), 0, "0..100 refreshed");
+	is_int(holds(o, 110, 90, 'g'), 0, "110..200 refreshed");
+	is_int(holds(o, 210, 4096 - 210, 'g'), 0, "210..4096 refreshed");
+	is_set(&o->valid, "[0,4096)", "valid");
+	is_set(&o->commit, "[100,110)", "commit set");
+	is_set(&o->dirty, "[200,210)", "dirty");
+	teardown();
+}
+
+/* ---- 5. invalidation spares local bytes ----------------------------- */
+
+static void test_invalidate(void)
+{
+	setup();
+	diag("5. cache_invalidate with dirty and sent bytes");
+	struct cache_object *o = object("case5", 4096, 51);
+	size_t n;
+
+	fetched(o, 0, 4096, 'f', cache_seq());
+	written(o, 100, 10, 'a');
+	free(cache_dirty_take(o, &n));
+	written(o, 300, 10, 'b');
+	is_set(&o->valid, "[0,4096)", "valid before");
+	uint64_t gen = o->gen;
+	cache_invalidate(o, "test");
+	is_set(&o->valid, "[100,110) [300,310)", "valid: only the sent and the dirty bytes");
+	is_set(&o->commit, "[100,110)", "commit set kept");
+	is_set(&o->dirty, "[300,310)", "dirty kept");
+	is_int(stats.cache_bytes, 20, "cache.bytes");
+	is_int(stats.cache_dirty_bytes, 20, "cache.dirty.bytes");
+	is_int(stats.cache_invalidations, 1, "cache.invalidations");
+	ok(o->gen > gen, "the generation moved on");
+	is_int(holds(o, 100, 10, 'a'), 0, "sent bytes still read");
+	is_int(holds(o, 300, 10, 'b'), 0, "dirty bytes still read");
+	is_int(holds(o, 0, 10, 'f'), -EIO, "clean bytes are gone");
+	cache_invalidate(o, "test");
+	is_int(stats.cache_invalidations, 1, "nothing clean left: not counted again");
+	is_set(&o->valid, "[100,110) [300,310)", "valid unchanged");
+	teardown();
+}
+
+/* ---- 6. a write-back pass settled three ways ------------------------ */
+
+static void test_pass(void)
+{
+	setup();
+	diag("6. cache_dirty_take and cache_commit_settle");
+	struct cache_object *o = object("case6a", 4096, 61);
+	uint64_t *r;
+	size_t n = 99;
+
+	fetched(o, 0, 4096, 'f', cache_seq());
+	r = cache_dirty_take(o, &n);
+	ok(r == NULL && n == 0, "nothing dirty: NULL, n = 0");
+	written(o, 100, 10, 'a');
+	written(o, 300, 10, 'b');
+	r = cache_dirty_take(o, &n);
+	is_int(n, 2, "two ranges taken");
+	ok(r && r[0] == 100 && r[1] == 110 && r[2] == 300 && r[3] == 310,
+	   "pairs (100, 110), (300, 310)");
+	free(r);
+	is_set(&o->dirty, "", "dirty: empty");
+	is_set(&o->commit, "[100,110) [300,310)", "commit set");
+	is_int(stats.cache_dirty_bytes, 20, "cache.dirty.bytes unchanged");
+	ok(cache_has_dirty(o) && on_dirty_list(o), "still has dirty data, still listed");
+	is_int(cache_size(o), 4096, "cache_size()");
+	is_int(written(o, 105, 3, 'c'), 0, "a write during the pass: 105..108");
+	is_set(&o->dirty, "[105,108)", "dirty again");
+	is_set(&o->commit, "[100,110) [300,310)", "commit set unchanged");
+	is_int(stats.cache_dirty_bytes, 20, "cache.dirty.bytes: |dirty ∪ sent| (105..108 lies in 100..110)");
+	cache_commit_settle(o, CACHE_COMMITTED);
+	is_set(&o->dirty, "[105,108)", "COMMITTED: the re-dirtied bytes stay dirty");
+	is_set(&o->commit, "", "COMMITTED: commit set empty");
+	is_set(&o->valid, "[0,4096)", "COMMITTED: the others clean but valid");
+	is_int(stats.cache_dirty_bytes, 3, "cache.dirty.bytes");
+	is_int(stats.cache_bytes, 4096, "cache.bytes");
+	ok(on_dirty_list(o), "still listed");
+	is_int(holds(o, 100, 5, 'a'), 0, "100..105 still read");
+	is_int(holds(o, 105, 3, 'c'), 0, "105..108 the newest bytes");
+	is_int(holds(o, 300, 10, 'b'), 0, "300..310 still read");
+	r = cache_dirty_take(o, &n);
+	ok(n == 1 && r && r[0] == 105 && r[1] == 108, "the next pass takes (105, 108)");
+	free(r);
+	cache_commit_settle(o, CACHE_COMMITTED);
+	ok(!cache_has_dirty(o) && !on_dirty_list(o), "all committed: clean, off the list");
+	is_int(stats.cache_dirty_bytes, 0, "cache.dirty.bytes 0");
+	is_set(&o->valid, "[0,4096)", "valid");
+
+	struct cache_object *p = object("case6b", 4096, 62);
+	fetched(p, 0, 4096, 'f', cache_seq());
+	written(p, 100, 10, 'a');
+	written(p, 300, 10, 'b');
+	free(cache_dirty_take(p, &n));
+	run_for(0.01);
+	ev_tstamp now = ev_now(lp);
+	cache_commit_settle(p, CACHE_RESEND);
+	is_set(&p->dirty, "[100,110) [300,310)", "RESEND: dirty again");
+	is_set(&p->commit, "", "RESEND: commit set empty");
+	is_set(&p->valid, "[0,4096)", "RESEND: valid");
+	is_int(stats.cache_dirty_bytes, 20, "cache.dirty.bytes");
+	ok(on_dirty_list(p), "listed");
+	ok(p->dirty_since == now, "dirty since the settle");
+
+	struct cache_object *q = object("case6c", 4096, 63);
+	fetched(q, 0, 4096, 'f', cache_seq());
+	written(q, 100, 10, 'a');
+	written(q, 300, 10, 'b');
+	free(cache_dirty_take(q, &n));
+	written(q, 305, 3, 'c');
+	uint64_t gen = q->gen, before = stats.cache_dirty_bytes;
+	cache_commit_settle(q, CACHE_FAILED);
+	is_set(&q->dirty, "[305,308)", "FAILED: the bytes written again stay dirty");
+	is_set(&q->commit, "", "FAILED: commit set empty");
+	is_set(&q->valid, "[0,100) [110,300) [305,308) [310,4096)", "FAILED: the rest is not valid");
+	is_int(before - stats.cache_dirty_bytes, 17, "cache.dirty.bytes down to the 3 written again");
+	is_int(stats.cache_bytes, 3 * 4096 - 17, "cache.bytes");
+	ok(q->gen > gen, "the generation moved on");
+	is_int(holds(q, 100, 10, 'a'), -EIO, "failed bytes no longer read");
+	is_int(holds(q, 305, 3, 'c'), 0, "bytes written again still read");
+	is_int(holds(q, 0, 100, 'f'), 0, "clean bytes untouched");
+	teardown();
+}
+
+/* ---- 7. dropping dirty data ----------------------------------------- */
+
+static void test_drop(void)
+{
+	setup();
+	diag("7. cache_dirty_drop");
+	struct cache_object *o = object("case7a", 4096, 71), *p = object("case7b", 4096, 72);
+	size_t n;
+
+	fetched(o, 0, 4096, 'f', cache_seq());
+	fetched(p, 0, 4096, 'f', cache_seq());
+	written(o, 100, 10, 'a');
+	written(p, 100, 10, 'b');
+	ok(dirty_list_length() == 2 &&
+	   list_entry(cache_dirty_list()->next, struct cache_object, wb_link) == o,
+	   "cache_dirty_list(): both, in the order they became dirty");
+	free(cache_dirty_take(o, &n));
+	written(o, 300, 10, 'c');
+	is_int(stats.cache_dirty_bytes, 30, "cache.dirty.bytes");
+	is_int(cache_dirty_drop(o, 0, UINT64_MAX), 20, "drop everything of the first: 20 bytes");
+	ok(!cache_has_dirty(o), "no dirty data left");
+	is_set(&o->dirty, "", "dirty empty");
+	is_set(&o->commit, "", "commit set empty");
+	is_set(&o->valid, "[0,100) [110,300) [310,4096)", "the dropped bytes are not valid");
+	is_int(stats.cache_dirty_bytes, 10, "cache.dirty.bytes: the other object's");
+	is_int(stats.cache_bytes, 2 * 4096 - 20, "cache.bytes");
+	ok(!on_dirty_list(o) && on_dirty_list(p) && dirty_list_length() == 1,
+	   "off cache_dirty_list(), the other one stays");
+	is_int(holds(o, 100, 10, 'a'), -EIO, "dropped bytes no longer read");
+
+	written(p, 200, 10, 'd');
+	is_int(cache_dirty_drop(p, 105, 205), 10, "drop 105..205 of (100..110, 200..210): 10 bytes");
+	is_set(&p->dirty, "[100,105) [205,210)", "dirty: the rest");
+	is_set(&p->valid, "[0,105) [110,200) [205,4096)", "valid");
+	is_int(cache_dirty_drop(p, 0, UINT64_MAX), 10, "drop the rest: 10 bytes");
+	is_int(stats.cache_dirty_bytes, 0, "cache.dirty.bytes back to 0");
+	ok(list_empty(cache_dirty_list()), "cache_dirty_list() empty");
+	teardown();
+}
+
+/* ---- 8. truncation -------------------------------------------------- */
+
+static void test_truncate(void)
+{
+	setup();
+	diag("8. cache_truncate");
+	struct cache_object *o = object("case8", 4096, 81);
+	size_t n;
+
+	fetched(o, 0, 4096, 'f', cache_seq());
+	written(o, 100, 10, 'a');
+	written(o, 3000, 10, 'b');
+	free(cache_dirty_take(o, &n));
+	written(o, 3100, 10, 'c');
+	cache_truncate(o, 200);
+	is_set(&o->valid, "[0,200)", "valid cut at 200");
+	is_set(&o->commit, "[100,110)", "sent bytes past 200 dropped");
+	is_set(&o->dirty, "", "dirty bytes past 200 dropped");
+	is_int(stats.cache_dirty_bytes, 10, "cache.dirty.bytes");
+	is_int(stats.cache_bytes, 200, "cache.bytes");
+	is_int(cache_size(o), 200, "cache_size()");
+	is_int(backing_size(o), 200, "the backing file is cut too");
+	written(o, 150, 10, 'd');
+	cache_truncate(o, 105);
+	is_set(&o->dirty, "", "dirty 150..160 dropped");
+	is_set(&o->commit, "[100,105)", "sent range cut at 105");
+	is_set(&o->valid, "[0,105)", "valid");
+	is_int(stats.cache_dirty_bytes, 5, "cache.dirty.bytes");
+	is_int(cache_size(o), 105, "cache_size()");
+	is_int(holds(o, 100, 5, 'a'), 0, "100..105 still read");
+	cache_commit_settle(o, CACHE_COMMITTED);
+	ok(!cache_has_dirty(o) && list_empty(cache_dirty_list()), "clean after the pass");
+	teardown();
+}
+
+/* ---- 9. dirty ranges across a clean restart ------------------------- */
+
+static void test_persistence(void)
+{
+	struct test_waiter w;
+	setup();
+	diag("9. dirty ranges survive a restart");
+	struct cache_object *o = object("case9a", 4096, 91), *p = object("case9b", 4096, 92);
+
+	fetched(o, 0, 4096, 'f', cache_seq());
+	fetched(p, 0, 4096, 'g', cache_seq());
+	waiter_init(&w);
+	is_int(cache_write_ready(o, &w.w) + cache_write_ready(p, &w.w), 2,
+	       "nothing recorded: both may be written at once");
+	written(o, 100, 10, 'a');
+	written(o, 300, 10, 'b');
+	written(p, 100, 10, 'c');
+	double waited = wait_batch();
+	ok(waited >= 0, "a batch recorded everything (%.2f s)", waited);
+	is_int(o->recorded_ranges, 1, "the index holds the valid range");
+	is_int(o->wopen, 2, "the \"written to\" mark is recorded");
+	is_int(w.woken, 0, "nobody waited");
+	cache_finalise();
+
+	is_int(cache_open_here(), 0, "cache_init again on the same directory");
+	o = find("case9a");
+	p = find("case9b");
+	ok(o && p, "both objects come back");
+	if (!o || !p) {
+		teardown();
+		return;
+	}
+	is_set(&o->dirty, "[100,110) [300,310)", "dirty ranges back");
+	is_set(&o->valid, "[0,4096)", "valid: clean stop, everything trusted");
+	is_set(&o->commit, "", "commit set empty");
+	is_int(o->wb_recover, 1, "wb_recover = 1");
+	is_int(o->wopen, 0, "not written to in this life yet");
+	is_int(o->wb_cred.flavor, RPC_AUTH_SYS, "credential: AUTH_SYS");
+	is_int(o->wb_cred.uid, 1000, "credential: uid");
+	is_int(o->wb_cred.gid, 100, "credential: gid");
+	ok(o->wb_cred.gids_len == 3 && o->wb_cred.gids[0] == 100 && o->wb_cred.gids[1] == 200 &&
+	   o->wb_cred.gids[2] == 300, "credential: gids 100 200 300");
+	is_int(stats.cache_dirty_bytes, 30, "cache.dirty.bytes: 20 + 10");
+	is_int(stats.cache_bytes, 2 * 4096, "cache.bytes");
+	ok(dirty_list_length() == 2 && on_dirty_list(o) && on_dirty_list(p), "both listed dirty");
+	is_int(cache_size(o), 4096, "cache_size()");
+	is_int(holds(o, 100, 10, 'a'), 0, "the dirty bytes read back");
+	is_int(holds(o, 300, 10, 'b'), 0, "the other dirty range reads back");
+
+	fattr3 same = upstream_attrs(4096, UPSTREAM_MTIME_S, 91);
+	cache_attrs_update(o, &same, cache_seq());
+	is_int(o->wb_recover, 0, "matching attributes: wb_recover 0");
+	is_set(&o->dirty, "[100,110) [300,310)", "matching attributes: dirty data kept");
+	is_set(&o->valid, "[0,4096)", "matching attributes: valid kept");
+	is_int(stats.cache_invalidations, 0, "no invalidation");
+
+	fattr3 other = upstream_attrs(4096, UPSTREAM_MTIME_S + 1, 92);
+	cache_attrs_update(p, &other, cache_seq());
+	is_int(p->wb_recover, 0, "another mtime: wb_recover 0");
+	ok(!cache_has_dirty(p), "another mtime: dirty data discarded");
+	is_set(&p->valid, "", "another mtime: nothing valid");
+	is_int(stats.cache_dirty_bytes, 20, "cache.dirty.bytes: only the first object's");
+	ok(!on_dirty_list(p), "off cache_dirty_list()");
+	is_int(holds(p, 100, 10, 'c'), -EIO, "the discarded bytes no longer read");
+	is_int(p->coh.mtime_ns, (int64_t)(UPSTREAM_MTIME_S + 1) * 1000000000 + 500,
+	       "the new coherency data taken");
+	teardown();
+}
+
+/* ---- 10. the "written to" mark and an unclean stop ------------------ */
+
+struct crash_report {
+	int init_rc;
+	size_t recorded_before;   /* A's recorded valid ranges after the first batch */
+	int ready_first, ready_second;
+	int woken_in_call;
+	int wopen_waiting;
+	int woken, woken2;        /* wake() calls after running the loop */
+	int wopen_recorded;
+	int ready_after;
+	int woken_after;          /* the third waiter: never queued */
+	int write_rc;
+	int batch_ok;
+	int late_write_rc;
+	int stage;                /* how far the child got */
+};
+
+static struct crash_report *report_new(void)
+{
+	void *m = mmap(NULL, sizeof(struct crash_report), PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	if (m == MAP_FAILED) {
+		perror("mmap");
+		exit(1);
+	}
+	memset(m, 0, sizeof(struct crash_report));
+	return m;
+}
+
+/* Run `child` in a process of its own that ends with _exit(0): no
+ * cache_finalise, no last batch.  Returns the child's wait status. */
+static int in_crashing_child(void (*child)(struct crash_report *r), struct crash_report *r)
+{
+	fflush(stdout);
+	fflush(stderr);
+	pid_t pid = fork();
+	if (pid < 0) {
+		perror("fork");
+		exit(1);
+	}
+	if (pid == 0) {
+		lp = ev_loop_new(EVFLAG_AUTO);   /* not the parent's epoll set */
+		memset(&stats, 0, sizeof(stats));
+		r->init_rc = cache_init(lp, &cfg, VOLUME);
+		if (r->init_rc == 0)
+			child(r);
+		_exit(0);
+	}
+	int status;
+	while (waitpid(pid, &status, 0) < 0)
+		;
+	return status;
+}
+
+static void crash_child(struct crash_report *r)
+{
+	struct test_waiter w1, w2, w3;
+	struct cache_object *a = object("case10a", 4096, 101), *b = object("case10b", 4096, 102);
+
+	fetched(a, 0, 4096, 'f', cache_seq());
+	fetched(b, 0, 4096, 'g', cache_seq());
+	r->stage = 1;
+	if (wait_batch() < 0)
+		return;
+	r->recorded_before = a->recorded_ranges;
+	waiter_init(&w1);
+	waiter_init(&w2);
+	waiter_init(&w3);
+	r->ready_first = cache_write_ready(a, &w1.w);
+	r->woken_in_call = w1.woken;
+	r->ready_second = cache_write_ready(a, &w2.w);
+	r->wopen_waiting = a->wopen;
+	r->stage = 2;
+	wait_woken(&w1);
+	wait_woken(&w2);
+	r->woken = w1.woken;
+	r->woken2 = w2.woken;
+	r->wopen_recorded = a->wopen;
+	r->ready_after = cache_write_ready(a, &w3.w);
+	r->stage = 3;
+	r->write_rc = written(a, 100, 10, 'a');
+	r->batch_ok = wait_batch() >= 0;
+	r->woken_after = w3.woken;
+	r->late_write_rc = written(a, 500, 10, 'z');   /* never recorded */
+	r->stage = 4;
+}
+
+static void test_crash(void)
+{
+	struct crash_report *r = report_new();
+
+	diag("10. the \"written to\" mark and an unclean stop");
+	snprintf(cache_dir, sizeof(cache_dir), "%s/test_cache.XXXXXX",
+		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	if (!mkdtemp(cache_dir)) {
+		perror("mkdtemp");
+		exit(1);
+	}
+	cfg.cache_dir = cache_dir;
+	int status = in_crashing_child(crash_child, r);
+	ok(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child ran and _exit()ed (0)");
+	is_int(r->init_rc, 0, "child: cache_init");
+	is_int(r->stage, 4, "child: every step done");
+	is_int(r->recorded_before, 1, "child: a batch recorded the valid range");
+	is_int(r->ready_first, 0, "child: cache_write_ready() 0: the mark is not recorded yet");
+	is_int(r->woken_in_call, 0, "child: wake() not called from inside cache_write_ready()");
+	is_int(r->ready_second, 0, "child: a second call before the batch: 0 too");
+	is_int(r->wopen_waiting, 1, "child: wopen 1 while the mark is on its way");
+	is_int(r->woken, 1, "child: the loop ran the batch: wake() called once");
+	is_int(r->woken2, 1, "child: the second waiter woken once too");
+	is_int(r->wopen_recorded, 2, "child: wopen 2: recorded");
+	is_int(r->ready_after, 1, "child: cache_write_ready() now 1");
+	is_int(r->woken_after, 0, "child: ... without queueing the waiter");
+	is_int(r->write_rc, 0, "child: write 100..110");
+	is_int(r->batch_ok, 1, "child: a batch recorded it");
+	is_int(r->late_write_rc, 0, "child: write 500..510, then _exit before a batch");
+	munmap(r, sizeof(*r));
+
+	is_int(cache_open_here(), 0, "cache_init on the crashed cache directory");
+	struct cache_object *a = find("case10a"), *b = find("case10b");
+	ok(a && b, "both objects come back");
+	if (!a || !b) {
+		teardown();
+		return;
+	}
+	is_set(&a->valid, "[100,110)", "written-to object: only its recorded dirty range is valid");
+	is_set(&a->dirty, "[100,110)", "written-to object: its recorded dirty range");
+	is_int(a->wb_recover, 1, "wb_recover 1");
+	is_int(a->wb_cred.uid, 1000, "the writer's uid");
+	is_int(holds(a, 100, 10, 'a'), 0, "the recorded dirty bytes read back");
+	is_int(holds(a, 500, 10, 'z'), -EIO, "the unrecorded write is not trusted");
+	is_int(holds(a, 0, 100, 'f'), -EIO, "recorded clean bytes of it are not trusted");
+	is_set(&b->valid, "[0,4096)", "an object never written to keeps its recorded range");
+	is_set(&b->dirty, "", "... and has nothing dirty");
+	is_int(holds(b, 0, 4096, 'g'), 0, "its bytes read back");
+	is_int(stats.cache_bytes, 4096 + 10, "cache.bytes");
+	is_int(stats.cache_dirty_bytes, 10, "cache.dirty.bytes");
+	teardown();
+}
+
+/* ---- 11. a write while the first batch of an object runs ------ */
+
+static void race_child(struct crash_report *r)
+{
+	struct test_waiter w;
+	struct cache_object *a = object("case11", 4096, 111);
+
+	/* only the batches this test starts */
+	ev_ref(lp);
+	ev_timer_stop(lp, &C.commit_timer);
+	fetched(a, 0, 4096, 'f', cache_seq());
+	commit_start();   /* the batch recording 0..4096 (without the mark) is running */
+	r->stage = 1;
+	waiter_init(&w);
+	r->ready_first = cache_write_ready(a, &w.w);
+	if (!r->ready_first && !wait_woken(&w))
+		return;
+	r->stage = 2;
+	r->write_rc = written(a, 100, 10, 'a');
+	while (C.commit_running)
+		ev_run(lp, EVRUN_ONCE);
+	r->recorded_before = a->recorded_ranges;
+	r->stage = 3;   /* _exit: a crash before the next batch */
+}
+
+static void test_write_during_batch(void)
+{
+	struct crash_report *r = report_new();
+
+	diag("11. a write while a batch records the object's ranges without the mark");
+	snprintf(cache_dir, sizeof(cache_dir), "%s/test_cache.XXXXXX",
+		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	if (!mkdtemp(cache_dir)) {
+		perror("mkdtemp");
+		exit(1);
+	}
+	cfg.cache_dir = cache_dir;
+	int status = in_crashing_child(race_child, r);
+	ok(WIFEXITED(status) && WEXITSTATUS(status) == 0 && r->init_rc == 0 && r->stage == 3,
+	   "the child ran every step and _exit()ed");
+	is_int(r->ready_first, 0, "cache_write_ready() 0 while a batch without the mark runs");
+	munmap(r, sizeof(*r));
+
+	is_int(cache_open_here(), 0, "cache_init on the crashed cache directory");
+	struct cache_object *a = find("case11");
+	ok(a != NULL, "the object comes back");
+	if (!a) {
+		teardown();
+		return;
+	}
+	ok(!extent_set_covers(&a->valid, 100, 110),
+	   "the unrecorded local write is not trusted as the upstream's bytes");
+	diag("    valid bytes %llu, dirty bytes %llu, 100..110 read: %d",
+	     (unsigned long long)a->valid.bytes, (unsigned long long)a->dirty.bytes,
+	     holds(a, 100, 10, 'a'));
+	teardown();
+}
+
+/* ---- 12. invalidation with bytes both sent and dirty ----------- */
+
+static void test_invalidate_overlap(void)
+{
+	setup();
+	diag("12. cache_invalidate when bytes being sent were written again");
+	struct cache_object *o = object("case12", 4096, 121);
+	size_t n;
+
+	written(o, 100, 10, 'a');
+	free(cache_dirty_take(o, &n));
+	written(o, 100, 10, 'b');   /* sent and dirty: 10 bytes counted twice */
+	fetched(o, 200, 10, 'f', cache_seq());
+	is_set(&o->valid, "[100,110) [200,210)", "valid: 10 local + 10 clean bytes");
+	cache_invalidate(o, "test");
+	is_set(&o->valid, "[100,110)", "the clean bytes 200..210 are dropped");
+	is_int(stats.cache_invalidations, 1, "cache.invalidations");
+	is_set(&o->dirty, "[100,110)", "dirty kept");
+	is_set(&o->commit, "[100,110)", "commit set kept");
+	teardown();
+}
+
+/* ---- 13. recovered dirty data on a changed file, log level error - */
+
+static void test_recover_quiet(void)
+{
+	setup();
+	diag("13. recovered dirty data of a changed file, with log level \"error\"");
+	struct cache_object *o = object("case13", 4096, 131);
+
+	fetched(o, 0, 4096, 'f', cache_seq());
+	written(o, 100, 10, 'a');
+	cache_finalise();
+	log_set_level(LOG_LEVEL_ERROR);
+	is_int(cache_open_here(), 0, "cache_init again");
+	o = find("case13");
+	ok(o && o->wb_recover == 1 && o->dirty.bytes == 10, "the dirty range comes back");
+	if (o) {
+		fattr3 other = upstream_attrs(4096, UPSTREAM_MTIME_S + 1, 131);
+		cache_attrs_update(o, &other, cache_seq());
+		is_int(o->wb_recover, 0, "wb_recover 0");
+		ok(!cache_has_dirty(o), "the dirty data of the changed file is discarded");
+		is_int(stats.cache_dirty_bytes, 0, "cache.dirty.bytes 0");
+	}
+	log_set_level(LOG_LEVEL_INFO);
+	teardown();
+}
+
+int main(void)
+{
+	lp = ev_loop_new(EVFLAG_AUTO);
+	if (!lp)
+		return 1;
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.cache_page_size = 4096;
+	cfg.cache_partial_pages = 1;
+	cfg.cache_acregmin = 3;
+	cfg.cache_acregmax = 60;
+	cfg.cache_dirty_expire_ms = 30000;
+	cfg.cache_max_dirty = 64 << 20;
+	log_init(1, LOG_LEVEL_INFO);
+
+	test_write_extends();
+	test_write_gap();
+	test_ranges_in_page();
+	test_store_under_dirty();
+	test_invalidate();
+	test_pass();
+	test_drop();
+	test_truncate();
+	test_persistence();
+	test_crash();
+	test_write_during_batch();
+	test_invalidate_overlap();
+	test_recover_quiet();
+
+	ev_loop_destroy(lp);
+	return done();
+}
