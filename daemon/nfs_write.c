@@ -225,6 +225,29 @@ static void write_access_done(void *priv, enum upstream_status st, void *res)
 	write_try(op);
 }
 
+static void write_first_access_done(void *priv, enum upstream_status st, void *res)
+{
+	struct write_op *op = priv;
+	ACCESS3res *r = res;
+	WRITE3args *a = op->call->args;
+
+	if (st == UPSTREAM_OK && r->status == NFS3_OK) {
+		post_op_attr *pa = &r->ACCESS3res_u.resok.obj_attributes;
+		if (pa->attributes_follow && pa->post_op_attr_u.attributes.type == NF3REG) {
+			struct cache_object *o = cache_get((const uint8_t *)a->file.data.data_val,
+							   a->file.data.data_len);
+			cache_attrs_update(o, &pa->post_op_attr_u.attributes, op->seq);
+			cache_access_record(o, &op->call->cred, op->args.access.access,
+					    r->ACCESS3res_u.resok.access);
+			op->o = o;
+			o->busy++;
+			write_try(op);
+			return;
+		}
+	}
+	forward_flushed(op);   /* not a regular file, an error: the upstream answers */
+}
+
 static void write_reply_local(struct write_op *op, const wcc_attr *pre)
 {
 	struct nfsd_call *call = op->call;
@@ -318,11 +341,23 @@ void nfsd_proc_write(struct nfsd_call *call)
 		a->count = a->data.data_len;   /* RFC 1813 §3.3.7: count is what data holds */
 	struct write_op *op = op_new(call, o);
 	op->waiter.wake = op_wake;
-	if (!o || a->stable != UNSTABLE || a->count == 0 || !o->have_attrs ||
-	    a->offset > (uint64_t)INT64_MAX - a->count) {
-		/* unknown file (its first WRITE shows it regular), a stable write,
-		 * or one the cache would answer differently: the upstream's */
+	if (a->stable != UNSTABLE || a->count == 0 || a->offset > (uint64_t)INT64_MAX - a->count ||
+	    a->file.data.data_len == 0 || a->file.data.data_len > 64) {
+		/* a stable write, or one the cache would answer differently: the
+		 * upstream's */
 		forward_flushed(op);
+		return;
+	}
+	if (!o) {
+		/* a file not seen yet: one ACCESS tells whether it is a regular
+		 * file (its attributes) and whether this writer may write it */
+		op->access_asked = 1;
+		op->seq = cache_seq();
+		op->args.access.object = a->file;
+		op->args.access.access = ACCESS3_READ_BIT | ACCESS3_MODIFY_BIT | ACCESS3_EXTEND_BIT;
+		if (upstream_call(nfsd.upstream, proc_nfs3(NFS3PROC_ACCESS), &op->args.access,
+				  &call->cred, write_first_access_done, op) != 0)
+			forward_flushed(op);
 		return;
 	}
 	write_try(op);

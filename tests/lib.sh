@@ -272,12 +272,13 @@ start_upstream() {
         -N NIV_EVENT </dev/null >>"$d/ganesha.out" 2>&1 &
     GANESHA_PID=$!
     disown "$GANESHA_PID"       # no job notice when it is killed on purpose
-    local deadline=$((SECONDS + 15))
+    # 40 s: a busy machine (two tests writing at once) slows its start down
+    local deadline=$((SECONDS + 40))
     while [ "$SECONDS" -lt "$deadline" ] && kill -0 "$GANESHA_PID" 2>/dev/null; do
         timeout 3 nfs-ls "$(direct_url)" >/dev/null 2>&1 && return 0
         sleep 0.1
     done
-    echo "ganesha did not start serving on port $UP_NFS_PORT within 15 s" >&2
+    echo "ganesha did not start serving on port $UP_NFS_PORT within 40 s" >&2
     return 1
 }
 
@@ -427,6 +428,15 @@ needs_daemon() {
 }
 
 # needs_own_upstream: for tests that stop and restart the upstream.
+# needs_kclient: the kernel-client rig (tests/kclient: qemu, a kernel and an
+# initramfs) is ready, in $KC; else fail (CI) or skip.
+needs_kclient() {
+    KC=$top_srcdir/tests/kclient
+    command -v qemu-system-x86_64 >/dev/null || fail_or_skip "qemu-system-x86_64 is not installed"
+    "$KC/setup.sh" > "$T_TMP/setup.log" 2>&1 ||
+        fail_or_skip "kernel-client setup failed: $(tail -n 3 "$T_TMP/setup.log" | tr '\n' ' ')"
+}
+
 needs_own_upstream() {
     if [ "$T_EXTERNAL" = 1 ]; then
         echo "1..0 # SKIP needs its own upstream (NFSCACHED_PORT is set)"

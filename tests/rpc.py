@@ -5,7 +5,8 @@ Record marking (optionally split into several fragments), call headers with
 AUTH_SYS, AUTH_NONE or any raw flavor, raw byte sending, reply parsing, and
 XDR for the arguments and results of every NFSv3 and MOUNTv3 procedure
 (RFC 1813), with helpers for MOUNT MNT and EXPORT, NFS NULL, GETATTR, LOOKUP,
-READ, CREATE (UNCHECKED), REMOVE and WRITE.
+READ, CREATE (UNCHECKED), REMOVE, WRITE, SETATTR and COMMIT, and pipelined
+workloads (several calls in flight on one connection).
 
 Used as a library (import rpc) and from the shell tests through its command
 line, which prints `key: value` lines:
@@ -25,12 +26,69 @@ line, which prints `key: value` lines:
   remove FH NAME               nfs_status
   write FH OFFSET TEXT         FILE_SYNC write: nfs_status, count
   pwrite FH OFFSET FILE        write of the bytes of FILE (--stable HOW,
-                               default file_sync): nfs_status, count,
-                               committed, obj.size
+                               default file_sync): nfs_status, obj.size,
+                               count, committed (UNSTABLE, DATA_SYNC or
+                               FILE_SYNC), verf (the write verifier, hex)
+  commit FH [OFFSET COUNT]     COMMIT (default 0 0): nfs_status, obj.size
+                               (when the reply has attributes), verf
   read FH OFFSET COUNT         READ: nfs_status, count, eof, md5 (of the
                                data), zero_bytes, obj.size; --out FILE
                                writes the data to FILE
-  truncate FH SIZE             SETATTR of the size only: nfs_status, obj.size
+  truncate FH SIZE             SETATTR of the size only: nfs_status,
+                               obj.size, obj.mode
+  setattr FH [--mode OCTAL] [--size N]
+                               SETATTR of those: nfs_status, obj.size,
+                               obj.mode
+  w1 FH [--size N] [--writes N] [--reads N] [--block B] [--seed S]
+     [--depth D] [--model FILE] [--model-out FILE] [--stable HOW]
+     [--no-commit]             the W1 workload on one connection, D calls in
+                               flight: a model of the file (its bytes read
+                               by READs of 64 KiB, or the content of
+                               --model), N WRITEs (default UNSTABLE) of B
+                               random bytes at random B-aligned offsets
+                               below --size (default: the model's length),
+                               never two in flight to one block; N READs of
+                               one block at random, each compared with the
+                               model; COMMIT 0 0 (not with --no-commit).
+                               Prints writes, write_errors, written_blocks
+                               (distinct blocks written), written_runs
+                               (runs of adjacent blocks written: the fewest
+                               WRITEs that write them all without other
+                               bytes), write_verfs (distinct verifiers of
+                               the WRITE replies), verf (the first),
+                               write_ms, reads,
+                               read_errors, mismatches (READs whose bytes
+                               differ from the model), read_ms,
+                               written_reads (READs of a block written),
+                               cold_reads (READs of a block neither written
+                               nor read before, by an answered READ or the
+                               model's READs: what a cache fetches at most),
+                               cold_page_reads (READs of a block not written
+                               in a --page sized page no such READ was
+                               answered in before: what a cache that
+                               fetches whole pages fetches at most),
+                               commit_status, commit_verf;
+                               first_write_error, first_read_error,
+                               first_mismatch when there are some.
+                               --model-out FILE gets the final model.  On
+                               a transport failure: what it has so far,
+                               error_phase, error_answered, error
+  writefile FH FILE [--offset N] [--chunk N] [--depth D] [--stable HOW]
+            [--rounds N] [--no-commit]
+                               FILE's bytes at --offset in WRITEs of --chunk
+                               bytes (default 65536, UNSTABLE), D (8) in
+                               flight, then COMMIT 0 0; the chunks whose
+                               WRITE verifier differs from the COMMIT's (and
+                               not FILE_SYNC) are sent again and COMMIT
+                               again, as a client does, in at most --rounds
+                               (5) rounds.  Prints rounds, writes (WRITEs
+                               sent), resends, write_errors, verfs (distinct
+                               verifiers of the WRITE replies, hex,
+                               comma-separated), verf (the first),
+                               commit_status, commit_verf, unmatched (chunks
+                               whose verifier still differs); stops at the
+                               first round with a failed WRITE.  On a
+                               transport failure as w1
   proc NAME [ARG...]           any NFSv3 or MOUNTv3 procedure by name, with
                                the arguments `procs` lists (FH hex, MODE
                                octal, MASK a number, STABLE unstable,
@@ -70,7 +128,8 @@ line, which prints `key: value` lines:
   first free one from 1023 down, which needs root), --src-addr to that
   source address.  --auth none sends AUTH_NONE credentials.
 
-  For null/getattr/lookup/create/remove/write/pwrite/read/truncate/proc:
+  For null/getattr/lookup/create/remove/write/pwrite/read/truncate/
+  setattr/commit/proc:
   --xid X fixes the XID,
   --repeat N sends the identical record N times on the same connection
   (keys of the Nth reply get a ".N" suffix from the second on), --save FILE
@@ -602,17 +661,33 @@ def post_op_size(u, out, key="obj.size"):
         out[key] = struct.unpack_from(">Q", attrs, 20)[0]
 
 
-def decode_pwrite(body):
-    """WRITE3res: status, count, committed, the size after."""
+def _wcc_result(body):
+    """The start of a result with wcc_data (WRITE3res, COMMIT3res): its
+    status and the size after; the unpacker is left at the resok fields."""
     u = Unpacker(body)
     out = {"nfs_status": NFS3_STATUS.get(u.u32(), "?")}
     if u.u32():
         u.fixed(24)
     post_op_size(u, out)
+    return u, out
+
+
+def decode_pwrite(body):
+    """WRITE3res: status, count, committed, verifier, the size after."""
+    u, out = _wcc_result(body)
     if out["nfs_status"] == "NFS3_OK":
         out["count"] = u.u32()
         v = u.u32()
         out["committed"] = STABLE_HOW.get(v, str(v))
+        out["verf"] = u.fixed(8).hex()
+    return out
+
+
+def decode_commit(body):
+    """COMMIT3res: status, verifier, the size after."""
+    u, out = _wcc_result(body)
+    if out["nfs_status"] == "NFS3_OK":
+        out["verf"] = u.fixed(8).hex()
     return out
 
 
@@ -636,12 +711,15 @@ def decode_read(body, out_file=None):
 
 
 def decode_setattr(body):
-    """SETATTR3res: status, the size after."""
+    """SETATTR3res: status, the size and mode after."""
     u = Unpacker(body)
     out = {"nfs_status": NFS3_STATUS.get(u.u32(), "?")}
     if u.u32():
         u.fixed(24)
-    post_op_size(u, out)
+    if u.u32():
+        attrs = u.fixed(84)
+        out["obj.size"] = struct.unpack_from(">Q", attrs, 20)[0]
+        out["obj.mode"] = "%o" % struct.unpack_from(">I", attrs, 4)[0]
     return out
 
 
@@ -1468,6 +1546,357 @@ def cmd_exports(args):
     return 0
 
 
+# ---- pipelined workloads: W1 and whole-file writes ---------------------------
+
+PROC_NAMES = {proc: name for name, (prog, proc, _, _, _) in PROCS.items()
+              if prog == NFS_PROGRAM}
+
+
+def write3res(body):
+    """WRITE3res: (status name, count, committed, verifier); the last three
+    None unless NFS3_OK."""
+    u = Unpacker(body)
+    v = u.u32()
+    st = NFS3_STATUS.get(v, str(v))
+    skip_wcc_data(u)
+    if v != 0:
+        return st, None, None, None
+    return st, u.u32(), u.u32(), u.fixed(8)
+
+
+def read3res(body):
+    """READ3res: (status name, data, eof); data None unless NFS3_OK."""
+    u = Unpacker(body)
+    v = u.u32()
+    st = NFS3_STATUS.get(v, str(v))
+    skip_post_op_attr(u)
+    if v != 0:
+        return st, None, None
+    count, eof = u.u32(), u.u32()
+    data = u.opaque()
+    if len(data) != count:
+        raise RpcError("READ reply: count %d, %d data bytes" % (count, len(data)))
+    return st, data, bool(eof)
+
+
+def commit3res(body):
+    """COMMIT3res: (status name, verifier or None)."""
+    u = Unpacker(body)
+    v = u.u32()
+    skip_wcc_data(u)
+    return NFS3_STATUS.get(v, str(v)), (u.fixed(8) if v == 0 else None)
+
+
+class Pipeline:
+    """NFSv3 calls on one connection with up to `depth` of them in flight.
+    Replies may come in any order; each goes to on_reply(tag, Reply).  A
+    reply that is not an accepted SUCCESS, or whose xid no call in flight
+    has, raises RpcError; so does a wait longer than the connection's
+    timeout."""
+
+    def __init__(self, conn, depth, on_reply):
+        self.c = conn
+        self.depth = max(1, depth)
+        self.on_reply = on_reply
+        self.inflight = {}          # xid -> (procedure, tag)
+
+    def send(self, proc, args, tag):
+        while len(self.inflight) >= self.depth:
+            self.wait_one()
+        xid, rec = self.c.build(NFS_PROGRAM, NFS_V3, proc, args)
+        self.inflight[xid] = (proc, tag)
+        self.c.send_raw(rec)
+
+    def wait_one(self):
+        try:
+            rep = self.c.recv_reply()
+        except Timeout as e:
+            raise Timeout("%s, %d calls in flight" % (e, len(self.inflight))) from e
+        if rep.xid not in self.inflight:
+            raise RpcError("reply with xid %#x, which no call in flight has" % rep.xid)
+        proc, tag = self.inflight.pop(rep.xid)
+        if not rep.ok():
+            raise RpcError("%s (xid %#x): %s" % (PROC_NAMES.get(proc, proc), rep.xid,
+                                                 rep.summary()))
+        self.on_reply(tag, rep)
+
+    def drain(self):
+        while self.inflight:
+            self.wait_one()
+
+
+def getattr_size(c, fh):
+    rep, st = c.nfs(NFSPROC3_GETATTR, getattr_args(fh))
+    if st != "NFS3_OK":
+        raise RpcError("GETATTR: %s" % (st or rep.summary()))
+    return decode_getattr(rep.body)["size"]
+
+
+def read_whole(c, fh, depth, chunk=65536):
+    """The file's bytes, by READs of `chunk` bytes, `depth` in flight."""
+    size = getattr_size(c, fh)
+    parts = {}
+
+    def on_reply(off, rep):
+        st, data, eof = read3res(rep.body)
+        if st != "NFS3_OK":
+            raise RpcError("READ at %d: %s" % (off, st))
+        want = min(chunk, size - off)
+        if len(data) != want:
+            raise RpcError("READ at %d: %d bytes, %d expected (file of %d bytes)"
+                           % (off, len(data), want, size))
+        parts[off] = data
+
+    p = Pipeline(c, depth, on_reply)
+    for off in range(0, size, chunk):
+        p.send(NFSPROC3_READ, read_args(fh, off, min(chunk, size - off)), off)
+    p.drain()
+    return b"".join(parts[off] for off in sorted(parts))
+
+
+def commit(c, fh, offset=0, count=0):
+    """COMMIT: (status name, verifier or None)."""
+    rep, st = c.nfs(NFSPROC3_COMMIT, commit_args(fh, offset, count))
+    if st is None:
+        raise RpcError("COMMIT: " + rep.summary())
+    return commit3res(rep.body)
+
+
+def partial_report(fn):
+    """A workload command fn(args, out) that fills `out` as it goes: on a
+    transport failure what it has so far is printed, then error_phase,
+    error_answered (calls answered in that phase) and error."""
+    def run(args):
+        out = {"_phase": "start", "_answered": 0}
+        try:
+            return fn(args, out)
+        except RpcError as e:
+            print_out(out)
+            print("error_phase: %s" % out["_phase"])
+            print("error_answered: %d" % out["_answered"])
+            print("error: %s" % e)
+            return 1
+    return run
+
+
+def print_out(out):
+    for k, v in out.items():
+        if not k.startswith("_"):
+            print("%s: %s" % (k, v))
+
+
+def phase(out, name):
+    out["_phase"], out["_answered"] = name, 0
+
+
+def _report_errors(out, kind, st):
+    """KIND_errors and first_KIND_error of a pipelined phase."""
+    out[kind + "_errors"] = st["errors"]
+    if st["first_error"]:
+        out["first_%s_error" % kind] = st["first_error"]
+
+
+@partial_report
+def cmd_w1(args, out):
+    """Random block-aligned WRITEs, then random block-aligned READs checked
+    against a model of the file, then COMMIT."""
+    fh = bytes.fromhex(args.fh)
+    c = client(args, args.port)
+    phase(out, "model")
+    if args.model:
+        with open(args.model, "rb") as f:
+            model = bytearray(f.read())
+        known = False
+    else:
+        model = bytearray(read_whole(c, fh, args.depth))
+        known = True
+    size = args.size if args.size is not None else len(model)
+    nblocks = size // args.block
+    if nblocks < 1 or args.block < 1:
+        print("w1: no whole block of %d bytes in %d bytes" % (args.block, size), file=sys.stderr)
+        return 2
+    rnd = random.Random(args.seed)
+    how = _stable(args.stable)
+
+    # writes; never two in flight to the same block, so that the model's
+    # order is the server's
+    w = {"errors": 0, "first_error": None, "verfs": [], "short": 0}
+    busy = set()
+
+    def on_write(b, rep):
+        busy.discard(b)
+        out["_answered"] += 1
+        st, count, _, verf = write3res(rep.body)
+        if st != "NFS3_OK":
+            w["errors"] += 1
+            w["first_error"] = w["first_error"] or "%s at %d" % (st, b * args.block)
+            return
+        if count != args.block:
+            w["errors"] += 1
+            w["short"] += 1
+            w["first_error"] = w["first_error"] or "count %d at %d" % (count, b * args.block)
+        if verf not in w["verfs"]:
+            w["verfs"].append(verf)
+
+    written = set()
+    phase(out, "writes")
+    p = Pipeline(c, args.depth, on_write)
+    t0 = time.monotonic()
+    for _ in range(args.writes):
+        b = rnd.randrange(nblocks)
+        while b in busy:
+            p.wait_one()
+        data = rnd.randbytes(args.block)
+        off = b * args.block
+        if off + len(data) > len(model):
+            model.extend(b"\0" * (off + len(data) - len(model)))
+        model[off:off + len(data)] = data
+        written.add(b)
+        busy.add(b)
+        p.send(NFSPROC3_WRITE, write_args(fh, off, data, stable=how), b)
+    p.drain()
+    write_ms = (time.monotonic() - t0) * 1000
+    out["writes"] = args.writes
+    _report_errors(out, "write", w)
+    out["written_blocks"] = len(written)
+    out["written_runs"] = sum(1 for b in written if b - 1 not in written)
+    out["write_verfs"] = len(w["verfs"])
+    out["verf"] = w["verfs"][0].hex() if w["verfs"] else "none"
+    out["write_ms"] = "%.0f" % write_ms
+
+    # reads, each compared with the model
+    r = {"errors": 0, "first_error": None, "mismatches": 0, "first_mismatch": None}
+
+    def on_read(tag, rep):
+        off, want, was_written = tag
+        out["_answered"] += 1
+        st, data, _ = read3res(rep.body)
+        if st != "NFS3_OK":
+            r["errors"] += 1
+            r["first_error"] = r["first_error"] or "%s at %d" % (st, off)
+            return
+        if not was_written:     # a cache fetched it (bytes written are there)
+            read_blocks.add(off // args.block)
+            read_pages.add(off // args.page)
+        if data != want:
+            r["mismatches"] += 1
+            if r["first_mismatch"] is None:
+                n = next((i for i in range(min(len(data), len(want))) if data[i] != want[i]),
+                         min(len(data), len(want)))
+                r["first_mismatch"] = "at %d (+%d): %d bytes, %d expected" % (
+                    off, n, len(data), len(want))
+
+    # blocks and pages of blocks not written whose READ was answered (before
+    # a READ is sent)
+    read_blocks, read_pages = set(), set()
+    cold = cold_pages = written_reads = 0
+    phase(out, "reads")
+    p = Pipeline(c, args.depth, on_read)
+    t0 = time.monotonic()
+    for _ in range(args.reads):
+        b = rnd.randrange(nblocks)
+        off = b * args.block
+        was_written = b in written
+        if was_written:
+            written_reads += 1
+        elif not known:
+            cold += b not in read_blocks
+            cold_pages += off // args.page not in read_pages
+        p.send(NFSPROC3_READ, read_args(fh, off, args.block),
+               (off, bytes(model[off:off + args.block]), was_written))
+    p.drain()
+    read_ms = (time.monotonic() - t0) * 1000
+    out["reads"] = args.reads
+    _report_errors(out, "read", r)
+    out["mismatches"] = r["mismatches"]
+    if r["first_mismatch"]:
+        out["first_mismatch"] = r["first_mismatch"]
+    out["read_ms"] = "%.0f" % read_ms
+    out["written_reads"] = written_reads
+    out["cold_reads"] = cold
+    out["cold_page_reads"] = cold_pages
+
+    if args.model_out:
+        with open(args.model_out, "wb") as f:
+            f.write(model)
+    if not args.no_commit:
+        phase(out, "commit")
+        st, verf = commit(c, fh)
+        out["commit_status"] = st
+        out["commit_verf"] = verf.hex() if verf else "none"
+    c.close()
+    print_out(out)
+    return 0
+
+
+@partial_report
+def cmd_writefile(args, out):
+    """FILE's bytes in WRITEs of --chunk bytes, then COMMIT; the chunks whose
+    WRITE verifier differs from the COMMIT's are sent again, and COMMIT
+    again, for at most --rounds rounds."""
+    fh = bytes.fromhex(args.fh)
+    with open(args.file, "rb") as f:
+        data = f.read()
+    if args.chunk < 1:
+        print("writefile: --chunk must be positive", file=sys.stderr)
+        return 2
+    how = _stable(args.stable)
+    chunks = list(range(0, len(data), args.chunk))
+    c = client(args, args.port)
+    seen = []               # distinct verifiers, in the order seen
+    state = {}              # chunk offset -> (committed, verifier) of its last WRITE
+    errors = []
+
+    def on_write(off, rep):
+        out["_answered"] += 1
+        st, count, committed, verf = write3res(rep.body)
+        want = min(args.chunk, len(data) - off)
+        if st != "NFS3_OK" or count != want:
+            errors.append("%s at %d" % (st if st != "NFS3_OK" else "count %d of %d" % (count, want),
+                                        args.offset + off))
+            return
+        state[off] = (committed, verf)
+        if verf not in seen:
+            seen.append(verf)
+
+    todo, rounds, resends, sent = chunks, 0, 0, 0
+    commit_status, commit_verf = "not sent", None
+    while todo and rounds < max(1, args.rounds) or rounds == 0:
+        rounds += 1
+        out["rounds"] = rounds
+        if rounds > 1:
+            resends += len(todo)
+        phase(out, "writes, round %d" % rounds)
+        p = Pipeline(c, args.depth, on_write)
+        for off in todo:
+            p.send(NFSPROC3_WRITE, write_args(fh, args.offset + off,
+                                              data[off:off + args.chunk], stable=how), off)
+            sent += 1
+        p.drain()
+        if errors or args.no_commit:
+            break
+        phase(out, "commit, round %d" % rounds)
+        commit_status, commit_verf = commit(c, fh)
+        if commit_status != "NFS3_OK":
+            break
+        todo = [off for off in chunks
+                if state[off][0] != FILE_SYNC and state[off][1] != commit_verf]
+    c.close()
+    out["rounds"] = rounds
+    out["writes"] = sent
+    out["resends"] = resends
+    out["write_errors"] = len(errors)
+    if errors:
+        out["first_write_error"] = errors[0]
+    out["verfs"] = ",".join(v.hex() for v in seen) or "none"
+    out["verf"] = seen[0].hex() if seen else "none"
+    out["commit_status"] = commit_status
+    out["commit_verf"] = commit_verf.hex() if commit_verf else "none"
+    out["unmatched"] = len(todo) if commit_status == "NFS3_OK" else "n/a"
+    print_out(out)
+    return 0
+
+
 # ---- command line -----------------------------------------------------------
 
 def print_reply(rep, fields, suffix=""):
@@ -1506,6 +1935,11 @@ def cmd_call(args):
         dec = lambda body: decode_read(body, args.out)
     elif args.cmd == "truncate":
         proc, a, dec = NFSPROC3_SETATTR, setattr_args(fh, size=args.size), decode_setattr
+    elif args.cmd == "setattr":
+        proc, dec = NFSPROC3_SETATTR, decode_setattr
+        a = setattr_args(fh, mode=args.mode, size=args.size)
+    elif args.cmd == "commit":
+        proc, a, dec = NFSPROC3_COMMIT, commit_args(fh, args.offset, args.count), decode_commit
     c = client(args, args.port)
     xid, rec = c.build(NFS_PROGRAM, NFS_V3, proc, a, xid=args.xid)
     if args.save:
@@ -1624,6 +2058,38 @@ def parse_args(argv):
     p = callcmd("read", "fh", "offset", "count")
     p.add_argument("--out", help="write the data read to this file")
     callcmd("truncate", "fh", "size")
+    p = callcmd("setattr", "fh")
+    p.add_argument("--mode", type=_octal, help="mode to set (octal)")
+    p.add_argument("--size", type=int, help="size to set")
+    p = callcmd("commit", "fh")
+    p.add_argument("offset", type=int, nargs="?", default=0)
+    p.add_argument("count", type=int, nargs="?", default=0)
+    p = sub.add_parser("w1")
+    p.add_argument("fh")
+    p.add_argument("--size", type=int, help="bytes of the file the blocks are chosen in "
+                   "(default: the size of the initial content)")
+    p.add_argument("--writes", type=int, default=10000)
+    p.add_argument("--reads", type=int, default=5000)
+    p.add_argument("--block", type=int, default=1024)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--depth", type=int, default=16, help="calls in flight")
+    p.add_argument("--page", type=int, default=4096,
+                   help="page size for counting cold reads")
+    p.add_argument("--model", help="file holding the initial content (no READs)")
+    p.add_argument("--model-out", help="write the final model to this file")
+    p.add_argument("--stable", default="unstable", choices=("unstable", "data_sync", "file_sync"))
+    p.add_argument("--no-commit", action="store_true", help="end without the COMMIT")
+    p.set_defaults(func=cmd_w1)
+    p = sub.add_parser("writefile")
+    p.add_argument("fh")
+    p.add_argument("file")
+    p.add_argument("--offset", type=int, default=0)
+    p.add_argument("--chunk", type=int, default=65536)
+    p.add_argument("--depth", type=int, default=8, help="WRITEs in flight")
+    p.add_argument("--stable", default="unstable", choices=("unstable", "data_sync", "file_sync"))
+    p.add_argument("--rounds", type=int, default=5, help="most rounds of WRITEs and COMMIT")
+    p.add_argument("--no-commit", action="store_true", help="one round of WRITEs, no COMMIT")
+    p.set_defaults(func=cmd_writefile)
     p = sub.add_parser("mnt")
     p.set_defaults(func=cmd_mnt)
     p = sub.add_parser("exports")

@@ -12,10 +12,7 @@
 TEST_TIMEOUT=${TEST_TIMEOUT:-480}
 . "$(dirname "$0")/../lib.sh"
 needs_daemon "the read cache of nfscached"
-KC=$top_srcdir/tests/kclient
-command -v qemu-system-x86_64 >/dev/null || fail_or_skip "qemu-system-x86_64 is not installed"
-"$KC/setup.sh" > "$T_TMP/setup.log" 2>&1 ||
-    fail_or_skip "kernel-client setup failed: $(tail -n 3 "$T_TMP/setup.log" | tr '\n' ' ')"
+needs_kclient
 setup
 
 SIZE=20000000
