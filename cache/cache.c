@@ -983,7 +983,8 @@ static void commit_start(void)
 	if (!job->recs || !job->fds || !job->ranges)
 		abort();
 	uint64_t *rp = job->ranges;
-	memcpy(job->fds, C.sync_fds, C.n_sync_fds * sizeof(*job->fds));
+	if (C.n_sync_fds)
+		memcpy(job->fds, C.sync_fds, C.n_sync_fds * sizeof(*job->fds));
 	job->nfds = C.n_sync_fds;
 	C.n_sync_fds = 0;
 	list_for_each_safe(pos, tmp, &C.dirty) {

@@ -50,7 +50,8 @@ static const struct conf_key conf_keys[] = {
 	{ "cache", "dir", T_STRING, OFF(cache_dir), 0, 0, "/var/cache/nfscached", NULL, 1 },
 	{ "cache", "page_size", T_SIZE, OFF(cache_page_size), 512, 1024 * 1024, "4096", NULL, 1 },
 	{ "cache", "partial_pages", T_BOOL, OFF(cache_partial_pages), 0, 1, "yes", NULL, 0 },
-	{ "cache", "write_mode", T_ENUM, OFF(cache_write_mode), 0, 0, "writeback", write_mode_names, 0 },
+	/* a restart key: dirty data must never meet WRITEs that bypass it */
+	{ "cache", "write_mode", T_ENUM, OFF(cache_write_mode), 0, 0, "writeback", write_mode_names, 1 },
 	{ "cache", "dirty_expire_ms", T_MS, OFF(cache_dirty_expire_ms), 0, 24ull * 3600 * 1000, "5000", NULL, 0 },
 	{ "cache", "max_dirty", T_SIZE, OFF(cache_max_dirty), 0, 1024 * GiB, "256M", NULL, 0 },
 	{ "cache", "readahead", T_SIZE, OFF(cache_readahead), 0, 1 * GiB, "1M", NULL, 0 },

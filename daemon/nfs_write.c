@@ -20,7 +20,8 @@
  * back first (Linux nfs_setattr); REMOVE of the file's last link drops it.
  *
  * cache.write_mode = writethrough: WRITEs go upstream and their bytes are
- * copied into the cache; COMMIT is the upstream's.
+ * copied into the cache; COMMIT is the upstream's.  Dirty data the index
+ * kept from a run in write-back mode is written back first.
  */
 #include "config.h"
 
@@ -97,6 +98,8 @@ static void op_jukebox(struct write_op *op)
 	call_reply_jukebox(call);
 }
 
+static void commit_fixup(struct nfsd_call *call, void *res);
+
 /* ---- forwarded WRITEs ------------------------------------------------- */
 
 /* Count our changes in flight: their replies may come back in any order. */
@@ -158,7 +161,7 @@ static void forward_after_flush(struct writeback_waiter *w, int status)
 	if (call->desc->proc == NFS3PROC_WRITE)
 		write_send(call);
 	else
-		nfsd_proc_attrs(call);   /* SETATTR: its fixup applies the new size */
+		nfsd_forward_with(call, commit_fixup);
 }
 
 /* Send the call upstream once the object's dirty bytes are there. */
@@ -334,7 +337,11 @@ void nfsd_proc_write(struct nfsd_call *call)
 	struct cache_object *o = nfsd_cache_object(&a->file);
 
 	if (!writeback_mode()) {
-		write_send(call);
+		/* dirty data from before a restart in write-back mode goes first */
+		if (o && cache_has_dirty(o))
+			forward_flushed(op_new(call, o));
+		else
+			write_send(call);
 		return;
 	}
 	if (a->count > a->data.data_len)
@@ -435,8 +442,12 @@ void nfsd_proc_commit(struct nfsd_call *call)
 	COMMIT3args *a = call->args;
 	struct cache_object *o = nfsd_cache_object(&a->file);
 
-	if (!writeback_mode() || !o) {
+	if (!o) {
 		nfsd_forward_with(call, commit_fixup);
+		return;
+	}
+	if (!writeback_mode()) {
+		forward_flushed(op_new(call, o));
 		return;
 	}
 	/* the whole file, whatever range was asked: one pass holds it all */

@@ -38,6 +38,9 @@
 #                root has read through nfscached: NFS3ERR_ACCES (or PERM),
 #                nothing accepted into the cache, the export file unchanged,
 #                root READs the original bytes
+#   h) REMOVE   256 KiB UNSTABLE to a file CREATEd through nfscached, then
+#                REMOVE through nfscached: its dirty bytes are dropped, nothing
+#                is written back for it, no write-back error
 #   e) deleted under a dirty write  1 MiB UNSTABLE to a file CREATEd through
 #                nfscached, the file removed in the export and the upstream
 #                restarted (it no longer holds the file open), COMMIT through
@@ -362,6 +365,26 @@ ok $? "no permission: the export file is unchanged (after a flush)"
 rpc read "$FH" 0 8192 > "$T_TMP/r.out" 2>&1
 is "$(rv nfs_status) $(rv md5)" "NFS3_OK $(md5 "$T_TMP/g.orig")" \
     "no permission: root READs the original bytes through nfscached"
+
+# ---- h) REMOVE through nfscached drops the dirty data -------------------------------
+head -c $((256 * KIB)) /dev/urandom > "$T_TMP/h.src"
+rpc create "$ROOT" gone > "$T_TMP/r.out" 2>&1
+FHG=$(rv fh)
+rpc pwrite "$FHG" 0 "$T_TMP/h.src" --stable unstable > "$T_TMP/h.w.out" 2>&1
+is "$(val "$T_TMP/h.w.out" nfs_status) $(val "$T_TMP/h.w.out" count)" "NFS3_OK 262144" \
+    "remove: UNSTABLE WRITE of 256 KiB to a new file"
+snap h0
+rpc remove "$ROOT" gone > "$T_TMP/r.out" 2>&1
+is "$(rv nfs_status)" NFS3_OK "remove: REMOVE through nfscached"
+snap h1
+wb_num "$(sv h0 cache.dirty.bytes)" -ge $((256 * KIB)) "remove: the 256 KiB were dirty before"
+cnt_num "$(sv h1 cache.dirty.bytes)" -eq 0 "remove: REMOVE of the last link dropped them"
+flush
+snap h2
+cnt_num "$(d h0 h2 upstream.calls.WRITE)" -eq 0 "remove: nothing written back for the removed file"
+cnt_num "$(d h0 h2 cache.writeback.errors)" -eq 0 "remove: and no write-back error counted"
+[ ! -e "$EXPORT_DIR/gone" ]
+ok $? "remove: the file is gone from the export"
 
 # ---- e) deleted under a dirty write ------------------------------------------------
 # (CREATEd through nfscached, so that its first WRITE can be taken locally)
