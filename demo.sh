@@ -36,7 +36,7 @@ echo "   upstream READs for the warm copy: $((after - before))"
 echo "   md5 in export $(md5 "$EXPORT_DIR/remote.bin"), cold copy $(md5 "$T_TMP/cold.bin"), warm copy $(md5 "$T_TMP/warm.bin")"
 
 head -c 16M /dev/urandom > "$T_TMP/file.bin"
-echo "== nfs-cp 16 MiB into the export through nfscached (written through)"
+echo "== nfs-cp 16 MiB into the export through nfscached (taken locally, written back at COMMIT)"
 nfs_cp "$T_TMP/file.bin" "$(proxy_url file.bin)" || exit 1
 echo "   md5 source $(md5 "$T_TMP/file.bin"), in export $(md5 "$EXPORT_DIR/file.bin")"
 echo "== nfs-ls through nfscached"

@@ -309,6 +309,10 @@ static void forget_access_if_changed(struct cache_object *o, const fattr3 *a)
 static void set_coherency(struct cache_object *o, const fattr3 *a)
 {
 	forget_access_if_changed(o, a);
+	/* grown upstream by someone else while dirty: the larger size holds
+	 * (Linux nfs_update_inode with writes pending) */
+	if (cache_has_dirty(o) && a->size > o->local_size)
+		o->local_size = a->size;
 	o->coh.known = 1;
 	o->coh.size = a->size;
 	o->coh.mtime_ns = ns_of(&a->mtime);
@@ -447,6 +451,11 @@ void cache_access_record(struct cache_object *o, const struct rpc_cred *cred, ui
 	slot->gids_hash = gids_hash(cred);
 	slot->granted = granted;
 	slot->time = ev_now(C.loop);
+}
+
+void cache_access_forget(struct cache_object *o)
+{
+	memset(o->access, 0, sizeof(o->access));
 }
 
 int cache_access_granted(const struct cache_object *o, const struct rpc_cred *cred, uint32_t bits)

@@ -96,6 +96,8 @@ struct cache_object {
 struct cache_waiter {
 	struct list_node link;
 	void (*wake)(struct cache_waiter *w);
+	ev_tstamp deadline;          /* writeback_throttle(): loop time it gives up */
+	int timed_out;               /* writeback_throttle(): woken at the deadline */
 };
 
 /*
@@ -157,6 +159,8 @@ int cache_attrs_fresh(const struct cache_object *o);
  * `cred` within cache.acregmax. */
 void cache_access_record(struct cache_object *o, const struct rpc_cred *cred, uint32_t asked,
 			 uint32_t granted);
+/* Forget every credential's ACCESS results (the upstream refused one). */
+void cache_access_forget(struct cache_object *o);
 int cache_access_granted(const struct cache_object *o, const struct rpc_cred *cred, uint32_t bits);
 
 /*

@@ -206,7 +206,9 @@ static void write_getattr_done(void *priv, enum upstream_status st, void *res)
 	o->getattr_busy = 0;
 	if (st == UPSTREAM_OK && r->status == NFS3_OK)
 		cache_attrs_update(o, &r->GETATTR3res_u.resok.obj_attributes, op->seq);
-	if (cache_attrs_fresh(o))
+	if (st == UPSTREAM_TIMEOUT)
+		op_jukebox(op);        /* no upstream: forwarding would wait as long again */
+	else if (cache_attrs_fresh(o))
 		write_try(op);
 	else
 		forward_flushed(op);   /* the upstream decides */
@@ -225,7 +227,10 @@ static void write_access_done(void *priv, enum upstream_status st, void *res)
 			cache_attrs_update(op->o, &r->ACCESS3res_u.resok.obj_attributes.post_op_attr_u.attributes,
 					   op->seq);
 	}
-	write_try(op);
+	if (st == UPSTREAM_TIMEOUT)
+		op_jukebox(op);
+	else
+		write_try(op);
 }
 
 static void write_first_access_done(void *priv, enum upstream_status st, void *res)
@@ -248,7 +253,10 @@ static void write_first_access_done(void *priv, enum upstream_status st, void *r
 			return;
 		}
 	}
-	forward_flushed(op);   /* not a regular file, an error: the upstream answers */
+	if (st == UPSTREAM_TIMEOUT)
+		op_jukebox(op);
+	else
+		forward_flushed(op);   /* not a regular file, an error: the upstream answers */
 }
 
 static void write_reply_local(struct write_op *op, const wcc_attr *pre)
@@ -314,6 +322,10 @@ static void write_try(struct write_op *op)
 	}
 	if (a->offset > cache_size(o) + CACHE_WRITE_GAP_MAX) {
 		forward_flushed(op);   /* a far hole: not filled with zeros here */
+		return;
+	}
+	if (op->waiter.timed_out) {
+		op_jukebox(op);   /* no room for its dirty bytes: the client retries */
 		return;
 	}
 	if (!cache_write_ready(o, &op->waiter) || writeback_throttle(a->count, &op->waiter))

@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "cache/cache.h"
 #include "daemon/log.h"
@@ -87,6 +88,24 @@ static struct {
 static void pass_pump(struct wb_pass *p);
 static void pass_start(struct cache_object *o);
 
+/*
+ * Bytes acknowledged with the current verifier are lost: a new verifier
+ * makes every client resend what it has not committed (knfsd resets its
+ * verifier on a write-back error the same way).  The first COMMIT of the
+ * file still gets the error itself.
+ */
+static void new_write_verifier(void)
+{
+	char v[sizeof(nfsd.write_verf)];
+
+	if (getrandom(v, sizeof(v), 0) != (ssize_t)sizeof(v) ||
+	    memcmp(v, nfsd.write_verf, sizeof(v)) == 0) {
+		memcpy(v, nfsd.write_verf, sizeof(v));
+		v[0]++;   /* different all the same */
+	}
+	memcpy(nfsd.write_verf, v, sizeof(v));
+}
+
 static const struct nfsd_config *cfg(void)
 {
 	return &nfsd.cfg;
@@ -137,10 +156,21 @@ static int waited_for(const struct cache_object *o)
 
 static void throttled_wake(void)
 {
+	struct list_node *pos, *tmp;
+
 	while (!list_empty(&W.throttled) && stats.cache_dirty_bytes < cfg()->cache_max_dirty) {
 		struct cache_waiter *w = list_entry(W.throttled.next, struct cache_waiter, link);
 		list_del(&w->link);
 		w->wake(w);
+	}
+	/* no room for upstream.timeout_ms: answered like an unanswered call */
+	list_for_each_safe(pos, tmp, &W.throttled) {
+		struct cache_waiter *w = list_entry(pos, struct cache_waiter, link);
+		if (ev_now(W.loop) >= w->deadline) {
+			list_del(&w->link);
+			w->timed_out = 1;
+			w->wake(w);
+		}
 	}
 }
 
@@ -167,9 +197,12 @@ static void pass_finish(struct wb_pass *p, int status)
 		if (!o->removed) {
 			stats.cache_writeback_errors++;
 			o->wb_error = (uint32_t)status;
-			log_limited(LOG_LEVEL_WARNING,
-				    "writeback: object %llu: the upstream refused the data (NFS status %d): "
-				    "reported to the next COMMIT", (unsigned long long)o->id, status);
+			if (status == NFS3ERR_ACCES || status == NFS3ERR_PERM)
+				cache_access_forget(o);   /* asked again before a write is taken */
+			new_write_verifier();
+			log_warning("writeback: object %llu: the upstream refused the data (NFS status "
+				    "%d): reported to the next COMMIT; new write verifier",
+				    (unsigned long long)o->id, status);
 		}
 	}
 	o->wb = NULL;
@@ -466,6 +499,8 @@ int writeback_throttle(uint32_t len, struct cache_waiter *w)
 		tick_cb(W.loop, &W.tick, 0);   /* write-back starts early */
 	if (stats.cache_dirty_bytes == 0 || stats.cache_dirty_bytes + len <= cfg()->cache_max_dirty)
 		return 0;
+	w->timed_out = 0;
+	w->deadline = ev_now(W.loop) + (double)cfg()->upstream_timeout_ms / 1000.0;
 	list_add_tail(&W.throttled, &w->link);
 	return 1;
 }

@@ -52,9 +52,11 @@ int writeback_flush_all(void (*done)(void *arg, int status), void *arg);
 
 /*
  * A local write of `len` bytes is about to add dirty data: 0 when it may go
- * ahead, 1 when cache.max_dirty is reached: then `w` waits (w->wake() once
- * write-back made room) — writes wait, they never fail.  Starts write-back
- * under pressure either way.
+ * ahead, 1 when cache.max_dirty is reached: then `w` waits — w->wake() once
+ * write-back made room, or with w->timed_out set after upstream.timeout_ms
+ * without room (the upstream does not take the data: the caller answers
+ * NFS3ERR_JUKEBOX, as for any call the upstream leaves unanswered).  Starts
+ * write-back under pressure either way.
  */
 int writeback_throttle(uint32_t len, struct cache_waiter *w);
 
