@@ -14,7 +14,7 @@
 #               Linux nfs_update_inode), a READ returns our 100 bytes then
 #               theirs, and after a flush the export file is exactly that
 #   no room     cache.max_dirty = 1M, upstream.timeout_ms = 2000, the upstream
-#               stopped (SIGSTOP): a WRITE that finds no room is answered
+#               stopped (SIGSTOP) and 1 MiB dirty: a WRITE that finds no room is answered
 #               NFS3ERR_JUKEBOX after about timeout_ms (never an error, never
 #               silence); once the upstream runs again the same WRITE is
 #               taken and COMMIT puts every byte in the export
@@ -91,13 +91,19 @@ ok $? "no room: nfscached restarted with cache.max_dirty = 1M" || diag "$(cat "$
 F=$EXPORT_DIR/full
 : > "$F"
 FH=$(fh_of full)
+head -c $((4 * KIB)) /dev/urandom > "$T_TMP/n0"
 head -c $((1024 * KIB)) /dev/urandom > "$T_TMP/n1"
 head -c $((64 * KIB)) /dev/urandom > "$T_TMP/n2"
-rpc pwrite "$FH" 0 "$T_TMP/n1" --stable unstable > "$T_TMP/r.out" 2>&1
-is "$(rv nfs_status) $(rv committed)" "NFS3_OK UNSTABLE" "no room: 1 MiB UNSTABLE fills cache.max_dirty"
+# known, its writer's ACCESS cached, nothing dirty: then the upstream stops
+rpc pwrite "$FH" 0 "$T_TMP/n0" --stable unstable > "$T_TMP/r.out" 2>&1
+rpc commit "$FH" > "$T_TMP/r.out" 2>&1
+is "$(rv nfs_status)" NFS3_OK "no room: 4 KiB written and committed"
 kill -STOP "$GANESHA_PID"
+rpc pwrite "$FH" $((4 * KIB)) "$T_TMP/n1" --stable unstable > "$T_TMP/r.out" 2>&1
+is "$(rv nfs_status) $(rv committed)" "NFS3_OK UNSTABLE" \
+    "no room: with the upstream stopped, 1 MiB UNSTABLE fills cache.max_dirty"
 t0=$(now_ms)
-rpc --timeout 30 pwrite "$FH" $((1024 * KIB)) "$T_TMP/n2" --stable unstable > "$T_TMP/r.out" 2>&1
+rpc --timeout 30 pwrite "$FH" $((1028 * KIB)) "$T_TMP/n2" --stable unstable > "$T_TMP/r.out" 2>&1
 t1=$(now_ms)
 kill -CONT "$GANESHA_PID"
 is "$(rv nfs_status)" NFS3ERR_JUKEBOX "no room: the next WRITE is answered NFS3ERR_JUKEBOX"
@@ -106,7 +112,7 @@ num_ok $((t1 - t0)) -ge 1500 "no room: it waited for room first"
 # the client retries; now the upstream takes the older bytes and makes room
 st=
 for i in $(seq 1 20); do
-    rpc --timeout 30 pwrite "$FH" $((1024 * KIB)) "$T_TMP/n2" --stable unstable > "$T_TMP/r.out" 2>&1
+    rpc --timeout 30 pwrite "$FH" $((1028 * KIB)) "$T_TMP/n2" --stable unstable > "$T_TMP/r.out" 2>&1
     st=$(rv nfs_status)
     [ "$st" = NFS3_OK ] && break
     sleep 0.5
@@ -114,7 +120,7 @@ done
 is "$st" NFS3_OK "no room: the retried WRITE is taken once the upstream runs"
 rpc commit "$FH" > "$T_TMP/r.out" 2>&1
 is "$(rv nfs_status)" NFS3_OK "no room: COMMIT"
-cat "$T_TMP/n1" "$T_TMP/n2" > "$T_TMP/n.want"
+cat "$T_TMP/n0" "$T_TMP/n1" "$T_TMP/n2" > "$T_TMP/n.want"
 cmp -s "$F" "$T_TMP/n.want"
 ok $? "no room: the export file holds every byte"
 
