@@ -1223,3 +1223,10 @@ void cache_finalise(void)
 	close(C.lock_fd);
 	memset(&C, 0, sizeof(C));
 }
+
+void cache_foreach(void (*fn)(struct cache_object *o, void *arg), void *arg)
+{
+	for (size_t i = 0; i < C.nbuckets; i++)
+		for (struct cache_object *o = C.buckets[i]; o; o = o->hash_next)
+			fn(o, arg);
+}

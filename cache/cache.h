@@ -272,6 +272,10 @@ struct list_node *cache_dirty_list(void);
 void cache_read_backing_async(struct cache_object *o, uint64_t offset, void *buf, uint32_t len,
 			      void (*done)(void *arg, int rc), void *arg);
 
+/* Call fn(o, arg) for every object (nfscachectl invalidate --all); fn must
+ * not create or free objects. */
+void cache_foreach(void (*fn)(struct cache_object *o, void *arg), void *arg);
+
 /* The volume's configuration. */
 const struct nfsd_config *cache_config(void);
 

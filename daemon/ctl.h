@@ -4,8 +4,11 @@
  * Protocol: the client writes one command line; the daemon answers with a
  * first line "ok" or "error: MESSAGE", then the body, and closes.  Commands
  * are small ctl_handle_<cmd>() functions in one table (chrony cmdmon.c);
- * those that change state need root, the daemon's own user, or the socket's
- * group.
+ * those that change state (stats reset, flush, invalidate) need root, the
+ * daemon's own user, or the socket's group; others are answered "error:
+ * permission denied: ...".  stats, flush and invalidate may be answered
+ * later: they wait for the upstream (write-back, MOUNT EXPORT, MNT,
+ * LOOKUP, GETATTR).
  */
 #ifndef NFSCACHED_CTL_H
 #define NFSCACHED_CTL_H

@@ -101,7 +101,7 @@ void nfsd_proc_fsinfo(struct nfsd_call *call)
 }
 
 /* Is `path` one of the space-separated paths of upstream.exports ("" = all)? */
-static int export_allowed(const char *path)
+int nfsd_export_allowed(const char *path)
 {
 	const char *list = nfsd.cfg.upstream_exports;
 	size_t n = strlen(path);
@@ -127,7 +127,7 @@ void nfsd_proc_mnt(struct nfsd_call *call)
 {
 	dirpath *path = call->args;
 
-	if (!export_allowed(*path)) {
+	if (!nfsd_export_allowed(*path)) {
 		mountres3 res;
 		memset(&res, 0, sizeof(res));
 		res.fhs_status = MNT3ERR_ACCES;
@@ -144,7 +144,7 @@ static void export_fixup(struct nfsd_call *call, void *res)
 	exports *list = res;
 
 	while (*list) {
-		if (!export_allowed((*list)->ex_dir))
+		if (!nfsd_export_allowed((*list)->ex_dir))
 			*list = (*list)->ex_next;   /* unlink; the nodes belong to libnfs */
 		else
 			list = &(*list)->ex_next;

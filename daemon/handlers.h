@@ -60,6 +60,10 @@ void nfsd_proc_readdir(struct nfsd_call *call);
 /* FSINFO: forwarded; rtmax/rtpref/wtmax/wtpref clamped to the proxy's limit. */
 void nfsd_proc_fsinfo(struct nfsd_call *call);
 
+/* 1 when `path` is one of the paths of upstream.exports ("" = any; a
+ * trailing slash names the same export), else 0. */
+int nfsd_export_allowed(const char *path);
+
 /* MNT: refused with MNT3ERR_ACCES for a path outside upstream.exports. */
 void nfsd_proc_mnt(struct nfsd_call *call);
 

@@ -2,6 +2,13 @@
  * main.c — nfscached: command line, configuration, start-up of every module
  * in order (and shutdown in reverse), signals, and the libev loop.
  * Exit status: 0 clean stop, 1 OS error at start-up, 2 configuration error.
+ *
+ * Under systemd (Type=notify) it reports READY=1 once listening with the
+ * index open (the upstream may still be down), STATUS= lines when the
+ * upstream's state changes, RELOADING=1 around a SIGHUP and STOPPING=1 at
+ * SIGTERM.  A stop writes every dirty byte back first, for at most
+ * upstream.timeout_ms; what the upstream did not take stays in the index
+ * and is written back by the next start.
  */
 #include "config.h"
 
@@ -15,6 +22,7 @@
 #include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 #ifdef HAVE_SYSTEMD
 #include <systemd/sd-daemon.h>
@@ -38,12 +46,16 @@
 
 #define DRC_ENTRIES 4096
 #define STOP_GRACE_S 10.0     /* wait this long for calls in flight at SIGTERM */
+#define STATUS_POLL_S 1.0     /* how often the upstream's state is checked for STATUS= */
 
 struct nfsd nfsd;
 
 static ev_signal sig_term, sig_int, sig_hup;
 static ev_timer stop_timer;
+static ev_timer status_timer;
 static ev_tstamp stop_deadline;
+static const char *status_reported;   /* upstream_state() of the last STATUS= */
+static int stop_flushing;             /* 1 while the stop waits for write-back */
 static const char *config_path;
 static int config_path_given;
 
@@ -54,6 +66,30 @@ static void notify(const char *msg)
 #else
 	(void)msg;
 #endif
+}
+
+/* Tell the service manager the upstream's state and where we listen;
+ * `prefix` ("READY=1\n" or "") goes in the same message. */
+static void notify_status(const char *prefix)
+{
+	const char *state = upstream_state(nfsd.upstream);
+	char msg[512];
+
+	status_reported = state;
+	snprintf(msg, sizeof(msg), "%sSTATUS=upstream %s%s; listening on %s", prefix,
+		 strcmp(state, "up") == 0 ? "up" : "down",
+		 strcmp(state, "connecting") == 0 ? ": connecting" : "",
+		 listener_address(nfsd.listener));
+	notify(msg);
+}
+
+static void status_poll_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop;
+	(void)w;
+	(void)revents;
+	if (!nfsd.stopping && upstream_state(nfsd.upstream) != status_reported)
+		notify_status("");
 }
 
 static void usage(FILE *out)
@@ -82,6 +118,69 @@ static int load_config(struct nfsd_config *cfg, char **overrides, int n_override
 static char **saved_overrides;
 static int saved_n_overrides;
 
+static void stop_flush_end(struct ev_loop *loop, const char *why)
+{
+	if (stats.cache_dirty_bytes)
+		log_warning("main: %s: %llu dirty bytes not written back: kept in the index, "
+			    "written back at the next start", why,
+			    (unsigned long long)stats.cache_dirty_bytes);
+	else
+		log_info("main: every dirty byte written back");
+	stop_flushing = 0;
+	ev_timer_stop(loop, &stop_timer);
+	ev_break(loop, EVBREAK_ALL);
+}
+
+/* May fire after the loop ended (the upstream's calls are completed when it
+ * is freed): then there is nothing left to do. */
+static void stop_flush_done(void *arg, int status)
+{
+	char why[64];
+
+	(void)arg;
+	if (!stop_flushing)
+		return;
+	if (status == 0)
+		snprintf(why, sizeof(why), "written while stopping");
+	else if (status == -ETIMEDOUT)
+		snprintf(why, sizeof(why), "the upstream did not answer");
+	else
+		snprintf(why, sizeof(why), "the upstream refused the data (NFS status %d)", status);
+	stop_flush_end(nfsd.loop, why);
+}
+
+static void stop_flush_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)w;
+	(void)revents;
+	stop_flush_end(loop, "no answer within upstream.timeout_ms");
+}
+
+/* Calls in flight are done: write every dirty byte back, for at most
+ * upstream.timeout_ms, then end the loop (the index's last batch records
+ * whatever stays dirty). */
+static void stop_flush_start(struct ev_loop *loop)
+{
+	char msg[128];
+
+	if (!nfsd.cache_on || stats.cache_dirty_bytes == 0 ||
+	    writeback_flush_all(stop_flush_done, NULL) == 1) {
+		ev_break(loop, EVBREAK_ALL);
+		return;
+	}
+	log_info("main: writing back %llu dirty bytes before stopping (at most %llu ms)",
+		 (unsigned long long)stats.cache_dirty_bytes,
+		 (unsigned long long)nfsd.cfg.upstream_timeout_ms);
+	snprintf(msg, sizeof(msg), "STATUS=stopping: writing back %llu dirty bytes",
+		 (unsigned long long)stats.cache_dirty_bytes);
+	notify(msg);
+	stop_flushing = 1;
+	ev_timer_stop(loop, &stop_timer);
+	ev_timer_init(&stop_timer, stop_flush_timeout_cb,
+		      (double)nfsd.cfg.upstream_timeout_ms / 1000.0, 0.);
+	ev_timer_start(loop, &stop_timer);
+}
+
 static void stop_check_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	(void)w;
@@ -90,7 +189,7 @@ static void stop_check_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		if (stats.calls_in_flight)
 			log_warning("main: stopping with %llu calls still in flight",
 				    (unsigned long long)stats.calls_in_flight);
-		ev_break(loop, EVBREAK_ALL);
+		stop_flush_start(loop);
 	}
 }
 
@@ -104,12 +203,24 @@ static void sig_stop_cb(struct ev_loop *loop, ev_signal *w, int revents)
 	}
 	log_info("main: signal %d: stopping (no new connections, finishing calls in flight)",
 		 w->signum);
-	notify("STOPPING=1");
+	notify("STOPPING=1\nSTATUS=stopping: finishing calls in flight");
 	nfsd.stopping = 1;
 	listener_stop(nfsd.listener);
 	stop_deadline = ev_now(loop) + STOP_GRACE_S;
 	ev_timer_init(&stop_timer, stop_check_cb, 0., 0.05);
 	ev_timer_again(loop, &stop_timer);
+}
+
+/* RELOADING=1 with the monotonic time systemd asks of it (sd_notify(3)). */
+static void notify_reloading(void)
+{
+	struct timespec ts;
+	char msg[64];
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	snprintf(msg, sizeof(msg), "RELOADING=1\nMONOTONIC_USEC=%llu",
+		 (unsigned long long)ts.tv_sec * 1000000ull + (unsigned long long)ts.tv_nsec / 1000);
+	notify(msg);
 }
 
 static void sig_hup_cb(struct ev_loop *loop, ev_signal *w, int revents)
@@ -125,7 +236,7 @@ static void sig_hup_cb(struct ev_loop *loop, ev_signal *w, int revents)
 
 	if (!err)
 		abort();
-	notify("RELOADING=1");
+	notify_reloading();
 	int rc = load_config(&fresh, saved_overrides, saved_n_overrides, err);
 	fclose(err);
 	if (rc != 0) {
@@ -151,7 +262,7 @@ static void sig_hup_cb(struct ev_loop *loop, ev_signal *w, int revents)
 	}
 	config_free(&fresh);
 	free(errors);
-	notify("READY=1");
+	notify_status("READY=1\n");
 }
 
 int main(int argc, char **argv)
@@ -279,9 +390,16 @@ int main(int argc, char **argv)
 	ev_signal_start(nfsd.loop, &sig_term);
 	ev_signal_start(nfsd.loop, &sig_int);
 	ev_signal_start(nfsd.loop, &sig_hup);
-	notify("READY=1");
+	ev_timer_init(&status_timer, status_poll_cb, STATUS_POLL_S, STATUS_POLL_S);
+	ev_timer_start(nfsd.loop, &status_timer);
+	/* listening, the index open: calls are answered (from the cache, or
+	 * JUKEBOX while the upstream is down) */
+	notify_status("READY=1\n");
 
 	ev_run(nfsd.loop, 0);
+	stop_flushing = 0;
+	ev_timer_stop(nfsd.loop, &status_timer);
+	ev_timer_stop(nfsd.loop, &stop_timer);
 	log_info("main: stopped");
 
 stop:

@@ -83,6 +83,12 @@ static void read_forward(struct read_op *op)
 	nfsd_forward_with(call, NULL);
 }
 
+/* The per-export READ counters of `o` (stats.h: keyed by the upstream fsid). */
+static struct stats_export_counts *export_stats(const struct cache_object *o)
+{
+	return stats_export(o->have_attrs, o->attrs.fsid);
+}
+
 static int fetch_overlaps(const struct cache_object *o, uint64_t start, uint64_t end)
 {
 	struct list_node *pos;
@@ -138,11 +144,16 @@ static void local_reply(struct local_read *lr)
 	res.READ3res_u.resok.eof = lr->end >= cache_size(o);
 	res.READ3res_u.resok.data.data_len = n;
 	res.READ3res_u.resok.data.data_val = lr->buf;
-	if (lr->whole)
+	struct stats_export_counts *xs = export_stats(o);
+	if (lr->whole) {
 		stats.cache_read_hits++;
-	else
+		xs->cache_read_hits++;
+	} else {
 		stats.cache_read_partial_hits++;
+		xs->cache_read_partial_hits++;
+	}
 	stats.cache_read_bytes_local += n;
+	xs->cache_read_bytes_local += n;
 	cache_touch(o);
 	reply_from(op, &res);
 	free(lr->buf);
@@ -333,6 +344,7 @@ static void fetch_done(void *priv, enum upstream_status st, void *res)
 			cache_attrs_update(o, &ok->file_attributes.post_op_attr_u.attributes, f->seq);
 		uint32_t n = ok->count <= ok->data.data_len ? ok->count : ok->data.data_len;
 		stats.cache_read_bytes_upstream += n;
+		export_stats(o)->cache_read_bytes_upstream += n;
 		cache_store(o, f->start, ok->data.data_val, n, f->seq);
 		if (ok->eof && cache_has_dirty(o))
 			store_zeros_past_eof(o, f, n);
@@ -465,6 +477,7 @@ static void read_try(struct read_op *op)
 		return;
 	}
 	stats.cache_read_misses++;
+	export_stats(o)->cache_read_misses++;
 	op->fetches++;
 	fetch_start(o, fs, (uint32_t)(fe - fs), cred, op);
 	op_readahead(op, fe);   /* random reads fetch their pages only */
@@ -480,6 +493,10 @@ static void first_read_fixup(struct nfsd_call *call, void *res)
 	READ3resok *ok = &r->READ3res_u.resok;
 
 	stats.cache_read_misses++;
+	struct stats_export_counts *xs = stats_export(
+		r->status == NFS3_OK && ok->file_attributes.attributes_follow,
+		ok->file_attributes.post_op_attr_u.attributes.fsid);
+	xs->cache_read_misses++;
 	if (r->status != NFS3_OK || !ok->file_attributes.attributes_follow ||
 	    ok->file_attributes.post_op_attr_u.attributes.type != NF3REG)
 		return;
@@ -488,6 +505,7 @@ static void first_read_fixup(struct nfsd_call *call, void *res)
 	uint32_t n = ok->count <= ok->data.data_len ? ok->count : ok->data.data_len;
 	cache_attrs_update(o, &ok->file_attributes.post_op_attr_u.attributes, call->seq);
 	stats.cache_read_bytes_upstream += n;
+	xs->cache_read_bytes_upstream += n;
 	cache_store(o, a->offset, ok->data.data_val, n, call->seq);
 	cache_access_record(o, &call->cred, ACCESS3_READ_BIT, ACCESS3_READ_BIT);
 	o->next_offset = a->offset + a->count;

@@ -22,7 +22,12 @@ static void usage(FILE *out)
 		"usage: nfscachectl [-s|--socket PATH] COMMAND [ARGS]\n"
 		"  status                        version, uptime, listen address, upstream and cache state\n"
 		"  stats [--json|--prometheus]   all counters\n"
-		"  stats reset                   zero the counters\n"
+		"  stats exports [--json|--prometheus]\n"
+		"                                per-export READ hits, partial hits, misses, bytes\n"
+		"  stats reset                   zero the counters (not the gauges)\n"
+		"  flush                         write back all dirty data; returns when done\n"
+		"  invalidate EXPORT/PATH|--all  drop cached clean data (dirty data written back first)\n"
+		"stats reset, flush and invalidate need root, the daemon's user or the socket's group\n"
 		"default socket: %s\n", DEFAULT_SOCKET);
 }
 

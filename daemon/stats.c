@@ -2,15 +2,102 @@
  * stats.c — counter storage and rendering.  Text is "name value" per line
  * (memcached `stats`), JSON one flat object, Prometheus the text exposition
  * format with HELP/TYPE lines and `nfscached_<name>_total` counters.
+ * Per-export READ counters are kept per upstream fsid (stats.h).
  */
 #include "config.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "daemon/stats.h"
 
 struct nfsd_stats stats;
+
+/* One upstream file system: its counters and the exports it is the root of. */
+struct stats_export_entry {
+	int known;                      /* 0: the "-" entry (attributes unknown) */
+	uint64_t fsid;
+	char names[256];                /* export paths, ","-joined; "" = not learnt */
+	struct stats_export_counts c;
+};
+
+static struct stats_export_entry stats_exports[STATS_EXPORTS_MAX];
+static size_t stats_exports_n;
+
+static struct stats_export_entry *export_find(int known, uint64_t fsid, int create)
+{
+	for (size_t i = 0; i < stats_exports_n; i++) {
+		struct stats_export_entry *x = &stats_exports[i];
+		if (x->known == known && (!known || x->fsid == fsid))
+			return x;
+	}
+	if (!create)
+		return NULL;
+	if (stats_exports_n == STATS_EXPORTS_MAX - 1 && known)
+		return export_find(0, 0, 1);   /* the last slot is kept for "-" */
+	struct stats_export_entry *x = &stats_exports[stats_exports_n++];
+	x->known = known;
+	x->fsid = known ? fsid : 0;
+	return x;
+}
+
+struct stats_export_counts *stats_export(int known, uint64_t fsid)
+{
+	return &export_find(known != 0, fsid, 1)->c;
+}
+
+void stats_export_name(uint64_t fsid, const char *path)
+{
+	struct stats_export_entry *x = export_find(1, fsid, 1);
+	size_t have = strlen(x->names), n = strlen(path);
+
+	if (x->known == 0)
+		return;   /* no slot left */
+	for (const char *p = x->names; *p;) {
+		size_t w = strcspn(p, ",");
+		if (w == n && strncmp(p, path, n) == 0)
+			return;   /* known already */
+		p += w + (p[w] == ',');
+	}
+	if (have + n + 2 > sizeof(x->names))
+		return;
+	if (have)
+		x->names[have++] = ',';
+	memcpy(x->names + have, path, n + 1);
+}
+
+int stats_export_unnamed(void)
+{
+	for (size_t i = 0; i < stats_exports_n; i++)
+		if (stats_exports[i].known && !stats_exports[i].names[0])
+			return 1;
+	return 0;
+}
+
+static const char *export_label(const struct stats_export_entry *x, char *buf, size_t len)
+{
+	if (!x->known)
+		return "-";
+	if (x->names[0])
+		return x->names;
+	snprintf(buf, len, "fsid:0x%" PRIx64, x->fsid);
+	return buf;
+}
+
+/* A label value or JSON key: backslash, quote and newline escaped, other
+ * control bytes shown as '?'. */
+static void put_escaped(FILE *out, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\\' || *s == '"')
+			fprintf(out, "\\%c", *s);
+		else if (*s == '\n')
+			fputs("\\n", out);
+		else
+			fputc((unsigned char)*s < 0x20 ? '?' : *s, out);
+	}
+}
 
 const char *const stats_nfs3_proc_names[STATS_NFS3_PROCS] = {
 	"NULL", "GETATTR", "SETATTR", "LOOKUP", "ACCESS", "READLINK", "READ", "WRITE",
@@ -21,6 +108,14 @@ const char *const stats_nfs3_proc_names[STATS_NFS3_PROCS] = {
 const char *const stats_mount3_proc_names[STATS_MOUNT3_PROCS] = {
 	"NULL", "MNT", "DUMP", "UMNT", "UMNTALL", "EXPORT",
 };
+
+static void prom_name(char *buf, size_t len, const char *prefix, const char *name, int gauge)
+{
+	snprintf(buf, len, "nfscached_%s%s%s", prefix, name, gauge ? "" : "_total");
+	for (char *p = buf; *p; p++)
+		if (*p == '.')
+			*p = '_';
+}
 
 struct emitter {
 	FILE *out;
@@ -40,10 +135,7 @@ static void emit(struct emitter *e, const char *name, uint64_t v, int gauge, con
 		fprintf(e->out, "%s\"%s\":%" PRIu64, e->n ? "," : "{", name, v);
 		break;
 	case STATS_PROMETHEUS:
-		snprintf(prom, sizeof(prom), "nfscached_%s%s", name, gauge ? "" : "_total");
-		for (char *p = prom; *p; p++)
-			if (*p == '.')
-				*p = '_';
+		prom_name(prom, sizeof(prom), "", name, gauge);
 		fprintf(e->out, "# HELP %s %s\n# TYPE %s %s\n%s %" PRIu64 "\n", prom, help, prom,
 			gauge ? "gauge" : "counter", prom, v);
 		break;
@@ -60,6 +152,59 @@ static void emit_procs(struct emitter *e, const char *prefix, const char *const 
 		snprintf(name, sizeof(name), "%s%s", prefix, names[i]);
 		emit(e, name, v[i], 0, help);
 	}
+}
+
+/* Prometheus: one family per counter, one sample per export. */
+static void emit_exports_prometheus(FILE *out)
+{
+	char prom[128], buf[32];
+
+#define X(field, name, help)                                                                \
+	prom_name(prom, sizeof(prom), "export_", name, 0);                                  \
+	fprintf(out, "# HELP %s %s, per export\n# TYPE %s counter\n", prom, help, prom);   \
+	for (size_t i = 0; i < stats_exports_n; i++) {                                      \
+		fprintf(out, "%s{export=\"", prom);                                         \
+		put_escaped(out, export_label(&stats_exports[i], buf, sizeof(buf)));        \
+		fprintf(out, "\"} %" PRIu64 "\n", stats_exports[i].c.field);               \
+	}
+	STATS_EXPORT_COUNTERS(X)
+#undef X
+}
+
+static void emit_exports(struct emitter *e)
+{
+	char buf[32];
+
+	if (e->fmt == STATS_PROMETHEUS) {
+		if (stats_exports_n)
+			emit_exports_prometheus(e->out);
+		return;
+	}
+	for (size_t i = 0; i < stats_exports_n; i++) {
+		const char *label = export_label(&stats_exports[i], buf, sizeof(buf));
+#define X(field, name, help)                                                        \
+		if (e->fmt == STATS_JSON) {                                         \
+			fprintf(e->out, "%s\"exports.", e->n ? "," : "{");          \
+			put_escaped(e->out, label);                                 \
+			fprintf(e->out, ".%s\":%" PRIu64, name, stats_exports[i].c.field); \
+		} else {                                                            \
+			fprintf(e->out, "%s{export=\"", name);                      \
+			put_escaped(e->out, label);                                 \
+			fprintf(e->out, "\"} %" PRIu64 "\n", stats_exports[i].c.field); \
+		}                                                                   \
+		e->n++;
+		STATS_EXPORT_COUNTERS(X)
+#undef X
+	}
+}
+
+void stats_write_exports(FILE *out, enum stats_format fmt)
+{
+	struct emitter e = { out, fmt, 0 };
+
+	emit_exports(&e);
+	if (fmt == STATS_JSON)
+		fputs(e.n ? "}\n" : "{}\n", out);
 }
 
 void stats_write(FILE *out, enum stats_format fmt)
@@ -85,6 +230,8 @@ void stats_write(FILE *out, enum stats_format fmt)
 #define X(field, name, help) emit(&e, name, stats.field, 1, help);
 	STATS_GAUGES(X)
 #undef X
+	if (fmt != STATS_TEXT)
+		emit_exports(&e);
 	if (fmt == STATS_JSON)
 		fputs(e.n ? "}\n" : "{}\n", out);
 }
@@ -97,4 +244,6 @@ void stats_reset(void)
 #define X(field, name, help) stats.field = keep.field;
 	STATS_GAUGES(X)
 #undef X
+	for (size_t i = 0; i < stats_exports_n; i++)
+		memset(&stats_exports[i].c, 0, sizeof(stats_exports[i].c));
 }

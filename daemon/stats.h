@@ -34,8 +34,44 @@ extern const char *const stats_mount3_proc_names[STATS_MOUNT3_PROCS];
 
 enum stats_format { STATS_TEXT, STATS_JSON, STATS_PROMETHEUS };
 
-/* Write every counter and gauge to `out` in `fmt`. */
+/* Write every counter and gauge to `out` in `fmt`; JSON and Prometheus
+ * include the per-export counters (text has them in `stats exports`). */
 void stats_write(FILE *out, enum stats_format fmt);
+
+/*
+ * Per-export READ counters (`stats exports`).  An object is counted under
+ * the upstream file system its attributes name: fattr3 fsid (RFC 1813
+ * §2.6) is in every attribute reply, so no record of the MNT a client came
+ * through is needed, and a file reached through any handle or connection
+ * counts where it lives.  The control socket names file systems by
+ * mounting the upstream's exports and reading the fsid of their roots
+ * (ctl.c); exports on one upstream file system share one fsid, and so one
+ * line, named by all of them.
+ */
+#define STATS_EXPORTS_MAX 64
+
+struct stats_export_counts {
+#define X(field, name, help) uint64_t field;
+	STATS_EXPORT_COUNTERS(X)
+#undef X
+};
+
+/* The counters of file system `fsid`, or with known = 0 of objects whose
+ * attributes are not known yet (named "-", as are file systems past
+ * STATS_EXPORTS_MAX).  Never NULL. */
+struct stats_export_counts *stats_export(int known, uint64_t fsid);
+
+/* `path`, an upstream export, has its root on file system `fsid`. */
+void stats_export_name(uint64_t fsid, const char *path);
+
+/* 1 when some file system counted has no export name yet. */
+int stats_export_unnamed(void);
+
+/* Write the per-export counters alone: text lines
+ * `cache.read.hits{export="/PATH"} N`, JSON one flat object of
+ * "exports./PATH.cache.read.hits" keys, Prometheus
+ * `nfscached_export_cache_read_hits_total{export="/PATH"} N`. */
+void stats_write_exports(FILE *out, enum stats_format fmt);
 
 /* Zero the counters; gauges keep their values. */
 void stats_reset(void);

@@ -20,13 +20,17 @@
 	X(conn_idle_closed, "conn.idle_closed", "connections closed after 6 minutes without a call") \
 	X(rpc_oversized, "rpc.oversized", "connections closed for a record above server.max_record")
 
-#define STATS_CACHE_COUNTERS(X) \
+/* The READ counters, also kept per export (`stats exports`). */
+#define STATS_EXPORT_COUNTERS(X) \
 	X(cache_read_hits, "cache.read.hits", "READs answered wholly from wholly valid pages") \
 	X(cache_read_partial_hits, "cache.read.partial_hits", "READs answered locally that touched a page not wholly valid") \
 	X(cache_read_misses, "cache.read.misses", "READs that needed the upstream") \
 	X(cache_read_bytes_local, "cache.read.bytes_local", "bytes answered from the cache") \
-	X(cache_read_bytes_upstream, "cache.read.bytes_upstream", "bytes fetched from the upstream") \
-	X(cache_invalidations, "cache.invalidations", "objects invalidated by a change not made through nfscached") \
+	X(cache_read_bytes_upstream, "cache.read.bytes_upstream", "bytes fetched from the upstream")
+
+#define STATS_CACHE_COUNTERS(X) \
+	STATS_EXPORT_COUNTERS(X) \
+	X(cache_invalidations, "cache.invalidations", "objects whose data was dropped: a change not made through nfscached, nfscachectl invalidate") \
 	X(cache_write_bytes, "cache.write.bytes", "bytes of WRITEs accepted into the cache (written locally or through)") \
 	X(cache_writeback_bytes, "cache.writeback.bytes", "dirty bytes written back to the upstream") \
 	X(cache_writeback_errors, "cache.writeback.errors", "write-backs that failed for good (reported on the next COMMIT)") \

@@ -245,10 +245,19 @@ NFSv4 {
 }
 NFS_KRB5 { Active_krb5 = false; }
 MDCACHE { Use_Getattr_Directory_Invalidation = true; }
+EOF
+    ganesha_export 1 "$EXPORT_DIR" /export >> "$d/ganesha.conf"
+}
+
+# ganesha_export ID PATH PSEUDO [FSID]: an NFSv3 EXPORT block of the upstream
+# (FSID: a Filesystem_id of its own, e.g. 4242.4242)
+ganesha_export() {
+    cat <<EOF
 EXPORT {
-    Export_Id = 1;
-    Path = "$EXPORT_DIR";
-    Pseudo = /export;
+    Export_Id = $1;
+    Path = "$2";
+    Pseudo = $3;${4:+
+    Filesystem_id = $4;}
     Access_Type = RW;
     Squash = no_root_squash;
     SecType = sys;

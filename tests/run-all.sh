@@ -5,6 +5,8 @@
 # NFSCACHED_REQUIRE_E2E=1 so an end-to-end test that cannot run fails instead
 # of skipping. Starts a private rpcbind for ganesha when none answers and
 # stops it (by PID) at the end.
+# Then `make distcheck` (the release tarball builds, passes the unit tests,
+# installs and uninstalls), counted as one test.
 # Counts the TAP results of every test, prints the logs of the tests that did
 # not pass, and ends with the line "N passed, N failed". Exit 1 if any failed.
 set -u
@@ -55,5 +57,21 @@ for t in "${bad_tests[@]}"; do
 done
 # a failure that left no test result (a check program that did not build)
 [ "$check_rc" != 0 ] && [ "$failed" = 0 ] && { echo "make check failed (status $check_rc)"; failed=1; }
+
+# the release tarball: complete, builds out of tree without libsystemd, passes
+# the unit tests, installs and uninstalls; counted as one test
+echo "=== make distcheck (log: distcheck.log)"
+if make distcheck > distcheck.log 2>&1; then
+    passed=$((passed + 1))
+else
+    echo "=== distcheck.log (end)"
+    tail -n 60 distcheck.log
+    echo "make distcheck failed"
+    failed=$((failed + 1))
+    # a failed distcheck leaves its tree read-only
+    for d in nfscached-*/; do
+        [ -d "$d" ] && chmod -R u+w "$d" && rm -rf "$d"
+    done
+fi
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
