@@ -44,6 +44,27 @@ bstop = 8%'
 is "$RC" 2 "bstop above bcull exits 2"
 
 run_t '[upstream]
+url = nfs://127.0.0.1/export
+[cache]
+max_dirty = 12 parsecs'
+is "$RC" 2 "a bad size exits 2"
+grep -q "^$conf:4: cache.max_dirty: " <<<"$OUT"; ok $? "and says where and which key: $OUT"
+
+run_t '[upstream]
+url = nfs://127.0.0.1/export
+[cache]
+brun = 140%'
+is "$RC" 2 "a percentage out of range exits 2"
+grep -q "^$conf:4: cache.brun: " <<<"$OUT"; ok $? "and says where and which key: $OUT"
+
+run_t '[upstream]
+url = nfs://127.0.0.1/export
+[cache]
+write_mode = sometimes'
+is "$RC" 2 "an unknown write_mode exits 2"
+grep -q "^$conf:4: cache.write_mode: " <<<"$OUT"; ok $? "and says where and which key: $OUT"
+
+run_t '[upstream]
 url = nfs://127.0.0.1/export' -o server.max_record=12x
 is "$RC" 2 "a bad -o value exits 2"
 grep -q -- "-o server.max_record=12x: server.max_record: expected a size" <<<"$OUT"; ok $? "and names the override"
