@@ -12,6 +12,9 @@
 # Environment: MNTPORT (default PORT), EXPORT (/export), MNTOPTS (extra mount
 # options), VM_TIMEOUT (240 s), KCLIENT_LOG (console log file; default under
 # $KCLIENT_WORK/runs), KCLIENT_WORK (/tmp/nfscached-kclient).
+# RPCBIND_PORT: guest connections to 10.0.2.100:111 go to 127.0.0.1:RPCBIND_PORT.
+# PORT_OPTS=no: the guest mounts without port= and mountport=, so the kernel
+# asks rpcbind (RPCBIND_PORT) for the NFS and MOUNT ports.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 W=${KCLIENT_WORK:-/tmp/nfscached-kclient}
@@ -34,12 +37,22 @@ EXPORT='${EXPORT:-/export}'
 MNTOPTS='${MNTOPTS:-}'
 CONF
 cp "$SCRIPT" "$RUN/guest.sh"
+FILES="ktest.conf guest.sh"
+if [ "${PORT_OPTS:-yes}" = no ]; then
+    # this run's /init replaces the base one: the same, minus the port options
+    grep -q 'port=\$NFSPORT,mountport=\$MNTPORT,' "$HERE/init" ||
+        { echo "run.sh: cannot find the port options in $HERE/init" >&2; exit 2; }
+    sed 's/port=\$NFSPORT,mountport=\$MNTPORT,//' "$HERE/init" > "$RUN/init"
+    chmod 755 "$RUN/init"
+    FILES="$FILES init"
+fi
 # the kernel unpacks concatenated archives: base, then this run's files
-(cd "$RUN" && printf '%s\n' ktest.conf guest.sh | cpio -o -H newc --quiet | gzip -1) |
+(cd "$RUN" && printf '%s\n' $FILES | cpio -o -H newc --quiet | gzip -1) |
     cat "$W/base.cpio.gz" - > "$RUN/initrd.gz"
 
 FWD="guestfwd=tcp:10.0.2.100:$PORT-cmd:/bin/busybox nc 127.0.0.1 $PORT"
 [ "$MNTPORT" != "$PORT" ] && FWD="$FWD,guestfwd=tcp:10.0.2.100:$MNTPORT-cmd:/bin/busybox nc 127.0.0.1 $MNTPORT"
+[ -n "${RPCBIND_PORT:-}" ] && FWD="$FWD,guestfwd=tcp:10.0.2.100:111-cmd:/bin/busybox nc 127.0.0.1 $RPCBIND_PORT"
 t0=$(date +%s%N)
 timeout -k 5 "${VM_TIMEOUT:-240}" qemu-system-x86_64 \
     -nodefaults -machine q35 -accel tcg -cpu max -smp 1 -m 512M \
@@ -51,7 +64,7 @@ timeout -k 5 "${VM_TIMEOUT:-240}" qemu-system-x86_64 \
     </dev/null 2>&1 | tr -d '\r' > "$LOG"
 qrc=${PIPESTATUS[0]}
 t1=$(date +%s%N)
-rm -f "$RUN/initrd.gz" "$RUN/ktest.conf" "$RUN/guest.sh"
+rm -f "$RUN/initrd.gz" "$RUN/ktest.conf" "$RUN/guest.sh" "$RUN/init"
 [ -n "${KCLIENT_LOG:-}" ] && rmdir "$RUN"
 
 echo "run.sh: VM ran $(( (t1 - t0) / 1000000 )) ms, qemu status $qrc, console log $LOG"
