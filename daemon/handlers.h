@@ -6,6 +6,10 @@
 #ifndef NFSCACHED_HANDLERS_H
 #define NFSCACHED_HANDLERS_H
 
+#include <stdint.h>
+
+#include "daemon/upstream.h"
+
 struct nfsd_call;
 
 /* Forward unchanged; the upstream's result goes back unchanged. */
@@ -40,6 +44,22 @@ void nfsd_proc_setattr(struct nfsd_call *call);
 /* REMOVE (nfs_write.c): forwarded; removing a file's last link drops its
  * dirty data. */
 void nfsd_proc_remove(struct nfsd_call *call);
+
+/*
+ * Attributes of cache object `o` (file handle `fh`) older than
+ * cache.acregmax: returns 1 when the caller must wait — in `w` for the
+ * GETATTR already in flight (woken by cache_wake), or for the one sent now
+ * with `cred` (`args` must live until `done(priv, ...)`, which clears
+ * o->getattr_busy; `*seq` is the change sequence it was sent at); 0 when
+ * they are fresh.
+ */
+struct cache_object;
+struct cache_waiter;
+struct rpc_cred;
+struct GETATTR3args;
+int nfsd_revalidate(struct cache_object *o, const struct nfs_fh3 *fh, const struct rpc_cred *cred,
+		    struct cache_waiter *w, struct GETATTR3args *args, uint64_t *seq,
+		    upstream_done_fn done, void *priv);
 
 /* The cache object of a file handle, or NULL (no cache, not cached). */
 struct nfs_fh3;

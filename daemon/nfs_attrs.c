@@ -11,6 +11,7 @@
 #include "daemon/handlers.h"
 #include "daemon/nfsd.h"
 #include "daemon/stats.h"
+#include "daemon/upstream.h"
 
 #define ACCESS3_READ_BIT 0x0001
 
@@ -87,4 +88,21 @@ void nfsd_readdirplus_snoop(struct nfsd_call *call, READDIRPLUS3res *r)
 	for (entryplus3 *e = r->READDIRPLUS3res_u.resok.reply.entries; e; e = e->nextentry)
 		if (e->name_handle.handle_follows)
 			post_op(call, &e->name_handle.post_op_fh3_u.handle, &e->name_attributes);
+}
+
+int nfsd_revalidate(struct cache_object *o, const nfs_fh3 *fh, const struct rpc_cred *cred,
+		    struct cache_waiter *w, GETATTR3args *args, uint64_t *seq,
+		    upstream_done_fn done, void *priv)
+{
+	if (cache_attrs_fresh(o))
+		return 0;
+	if (o->getattr_busy) {
+		cache_wait(o, w);   /* one GETATTR per object at a time */
+		return 1;
+	}
+	o->getattr_busy = 1;
+	*seq = cache_seq();
+	args->object = *fh;
+	upstream_call(nfsd.upstream, proc_nfs3(NFS3PROC_GETATTR), args, cred, done, priv);
+	return 1;
 }

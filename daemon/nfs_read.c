@@ -440,18 +440,9 @@ static void read_try(struct read_op *op)
 	READ3args *a = op->call->args;
 	const struct rpc_cred *cred = &op->call->cred;
 
-	if (!cache_attrs_fresh(o)) {
-		if (o->getattr_busy) {
-			cache_wait(o, &op->waiter);
-			return;
-		}
-		o->getattr_busy = 1;
-		op->seq = cache_seq();
-		op->args.getattr.object = a->file;
-		upstream_call(nfsd.upstream, proc_nfs3(NFS3PROC_GETATTR), &op->args.getattr, cred,
-			      getattr_done, op);
+	if (nfsd_revalidate(o, &a->file, cred, &op->waiter, &op->args.getattr, &op->seq,
+			    getattr_done, op))
 		return;
-	}
 	uint64_t pg = cache_config()->cache_page_size;
 	uint64_t end = a->offset + a->count;
 	uint64_t fs = a->offset / pg * pg, fe = (end + pg - 1) / pg * pg;

@@ -287,18 +287,9 @@ static void write_try(struct write_op *op)
 	WRITE3args *a = op->call->args;
 	const struct rpc_cred *cred = &op->call->cred;
 
-	if (!cache_attrs_fresh(o)) {
-		if (o->getattr_busy) {
-			cache_wait(o, &op->waiter);
-			return;
-		}
-		o->getattr_busy = 1;
-		op->seq = cache_seq();
-		op->args.getattr.object = a->file;
-		upstream_call(nfsd.upstream, proc_nfs3(NFS3PROC_GETATTR), &op->args.getattr, cred,
-			      write_getattr_done, op);
+	if (nfsd_revalidate(o, &a->file, cred, &op->waiter, &op->args.getattr, &op->seq,
+			    write_getattr_done, op))
 		return;
-	}
 	uint64_t end = a->offset + a->count;
 	uint32_t need = ACCESS3_MODIFY_BIT | (end > cache_size(o) ? ACCESS3_EXTEND_BIT : 0);
 	if (!cache_access_granted(o, cred, need)) {
