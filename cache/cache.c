@@ -1,17 +1,14 @@
 /*
- * cache.c — the object table, coherency rules, backing-file use of each
- * object, and the batched persistence of it all: every second the objects
- * changed since the last batch are snapshotted, their backing files
- * fdatasync'ed and the snapshot written to the index in one transaction, on
- * a worker thread.  A range reaches the index only after its data was synced.
+ * cache.c — the object table (lookup by file handle, ids), coherency rules
+ * and change generations, per-credential ACCESS results, invalidation and
+ * truncation, each object's backing file (opened on use, checked, LRU
+ * closed) and local reads of it, synchronous and on a worker.  Not here:
+ * the write-back state (dirty.c) and persisting objects to the index and
+ * starting/stopping the module (persist.c).
  */
 #include "config.h"
 
-#include <assert.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <stdio.h>
-#include <sys/file.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -19,44 +16,20 @@
 
 #include "cache/backing.h"
 #include "cache/cache.h"
-#include "cache/index.h"
+#include "cache/cache_int.h"
 #include "cache/worker.h"
 #include "daemon/log.h"
 #include "daemon/stats.h"
 
-#define COMMIT_INTERVAL_S 1.0
 #ifndef MAX_OPEN_BACKING
 #define MAX_OPEN_BACKING 1024      /* backing files kept open, least recently used closed */
 #endif
 #define HASH_BUCKETS_MIN 1024
 
-static struct {
-	struct ev_loop *loop;
-	const struct nfsd_config *cfg;
-	char *volume;
-	struct cache_index *index;
-	struct worker_pool *workers;
-	struct cache_object **buckets;
-	size_t nbuckets;                /* power of two */
-	size_t count;
-	uint64_t next_id;
-	struct list_node dirty;         /* objects to write to the index */
-	ev_timer commit_timer;
-	int commit_running;
-	uint64_t seq;                   /* change sequence: the last change's number */
-	int lock_fd;                    /* holds the flock on CACHE_DIR/lock */
-	struct list_node open_fds;      /* objects with an open backing file, LRU first */
-	unsigned n_open;
-	struct list_node wb_list;       /* objects with dirty data, oldest first */
-	int *sync_fds;                  /* closed backing files the next batch syncs first */
-	size_t n_sync_fds, cap_sync_fds;
-	int commit_again;               /* a batch is wanted as soon as the running one ends */
-} C;
+struct cache_state C;
 
 /* A change to `o`: replies to calls sent before it are stale. */
-static void commit_start(void);
-
-static void changed(struct cache_object *o)
+void changed(struct cache_object *o)
 {
 	o->gen = ++C.seq;
 }
@@ -75,7 +48,7 @@ static uint32_t fh_hash(const uint8_t *fh, uint32_t len)
 	return h;
 }
 
-static int64_t ns_of(const nfstime3 *t)
+int64_t ns_of(const nfstime3 *t)
 {
 	return (int64_t)t->seconds * 1000000000 + t->nseconds;
 }
@@ -85,103 +58,20 @@ static int64_t now_s(void)
 	return (int64_t)time(NULL);
 }
 
-static void mark_dirty(struct cache_object *o)
-{
-	if (!o->index_dirty) {
-		o->index_dirty = 1;
-		list_add_tail(&C.dirty, &o->dirty_link);
-	}
-}
-
 /* Keep cache.bytes in step with a change of the valid set. */
-static void bytes_changed(uint64_t before, uint64_t after)
+void bytes_changed(uint64_t before, uint64_t after)
 {
 	stats.cache_bytes += after - before;
 }
 
-static uint64_t dirty_bytes(const struct cache_object *o)
-{
-	return o->unsynced_bytes;
-}
-
-static int add_range(uint64_t start, uint64_t end, void *ctx);
-
-/* |dirty ∪ commit|: both sets are only held together while a pass runs. */
-static uint64_t union_bytes(const struct cache_object *o)
-{
-	struct extent_set u;
-	uint64_t n;
-
-	if (o->commit.count == 0 || o->dirty.count == 0)
-		return o->dirty.bytes + o->commit.bytes;
-	extent_set_init(&u);
-	extent_set_foreach(&o->dirty, add_range, &u);
-	extent_set_foreach(&o->commit, add_range, &u);
-	n = u.bytes;
-	extent_set_clear(&u);
-	return n;
-}
-
-/* Keep unsynced_bytes, cache.dirty.bytes and the list of dirty objects in
- * step with the sets (`now`: the new |dirty ∪ commit|). */
-static void unsynced_set(struct cache_object *o, uint64_t now)
-{
-	stats.cache_dirty_bytes += now - o->unsynced_bytes;
-	o->unsynced_bytes = now;
-	if (o->dirty.count == 0 && o->commit.count == 0)
-		list_del(&o->wb_link);
-	else if (list_empty(&o->wb_link))
-		list_add_tail(&C.wb_list, &o->wb_link);
-}
-
-static void dirty_changed(struct cache_object *o, uint64_t before)
-{
-	(void)before;
-	unsynced_set(o, union_bytes(o));
-}
-
-/*
- * Call fn(start, end, ctx) for each part of [start, end) that is neither
- * dirty nor sent upstream (the bytes that are only the upstream's copy),
- * in order; stops at and returns a nonzero return of fn.
- */
-static int foreach_clean_part(const struct cache_object *o, uint64_t start, uint64_t end,
-			      int (*fn)(uint64_t s, uint64_t e, void *ctx), void *ctx)
-{
-	uint64_t pos = start, gs, ge, cs, ce;
-	int rc;
-
-	while (pos < end && extent_set_first_gap(&o->dirty, pos, end, &gs, &ge)) {
-		for (uint64_t p = gs; p < ge && extent_set_first_gap(&o->commit, p, ge, &cs, &ce); p = ce)
-			if ((rc = fn(cs, ce, ctx)) != 0)
-				return rc;
-		pos = ge;
-	}
-	return 0;
-}
-
-static int count_part(uint64_t s, uint64_t e, void *ctx)
-{
-	*(uint64_t *)ctx += e - s;
-	return 0;
-}
-
-static int64_t realtime_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* extent_set_foreach callbacks: add to / remove from the set `ctx`. */
-static int add_range(uint64_t start, uint64_t end, void *ctx)
+int add_range(uint64_t start, uint64_t end, void *ctx)
 {
 	extent_set_add(ctx, start, end);
 	return 0;
 }
 
-static int collect_range(uint64_t start, uint64_t end, void *ctx)
+int collect_range(uint64_t start, uint64_t end, void *ctx)
 {
 	uint64_t **p = ctx;
 
@@ -191,13 +81,13 @@ static int collect_range(uint64_t start, uint64_t end, void *ctx)
 	return 0;
 }
 
-static int remove_range(uint64_t start, uint64_t end, void *ctx)
+int remove_range(uint64_t start, uint64_t end, void *ctx)
 {
 	extent_set_remove(ctx, start, end);
 	return 0;
 }
 
-static void table_grow(void)
+void table_grow(void)
 {
 	size_t n = C.nbuckets ? C.nbuckets * 2 : HASH_BUCKETS_MIN;
 	struct cache_object **b = calloc(n, sizeof(*b));
@@ -218,7 +108,7 @@ static void table_grow(void)
 	C.nbuckets = n;
 }
 
-static struct cache_object *object_new(uint64_t id, const uint8_t *fh, uint32_t fh_len)
+struct cache_object *object_new(uint64_t id, const uint8_t *fh, uint32_t fh_len)
 {
 	struct cache_object *o = calloc(1, sizeof(*o));
 
@@ -477,7 +367,7 @@ static int range_has_data(uint64_t start, uint64_t end, void *ctx)
 /* The backing file, opened on first use and checked against the ranges the
  * index recorded: a file deleted, truncated or punched behind our back is
  * refetched, never served as zeros. */
-static int object_fd(struct cache_object *o)
+int object_fd(struct cache_object *o)
 {
 	if (o->fd >= 0) {
 		list_del(&o->fd_link);
@@ -491,13 +381,7 @@ static int object_fd(struct cache_object *o)
 		if (lru->index_dirty) {
 			/* its ranges go to the index with the next batch, which
 			 * must sync their data first: the batch closes it */
-			if (C.n_sync_fds == C.cap_sync_fds) {
-				C.cap_sync_fds = C.cap_sync_fds ? 2 * C.cap_sync_fds : 64;
-				C.sync_fds = realloc(C.sync_fds, C.cap_sync_fds * sizeof(*C.sync_fds));
-				if (!C.sync_fds)
-					abort();
-			}
-			C.sync_fds[C.n_sync_fds++] = lru->fd;
+			commit_sync_fd(lru->fd);
 		} else {
 			close(lru->fd);
 		}
@@ -564,173 +448,6 @@ int cache_store(struct cache_object *o, uint64_t offset, const void *data, uint3
 	return rc;
 }
 
-/* ---- write-back state ------------------------------------------------ */
-
-int cache_has_dirty(const struct cache_object *o)
-{
-	return o->dirty.count != 0 || o->commit.count != 0;
-}
-
-uint64_t cache_size(const struct cache_object *o)
-{
-	return cache_has_dirty(o) ? o->local_size : o->coh.size;
-}
-
-void cache_patch_attrs(const struct cache_object *o, fattr3 *a)
-{
-	if (!cache_has_dirty(o))
-		return;
-	a->size = o->local_size;
-	if (a->used < a->size)
-		a->used = a->size;
-	/* never older than what the upstream reported */
-	if (o->local_mtime_ns > ns_of(&a->mtime)) {
-		a->mtime.seconds = (uint32_t)(o->local_mtime_ns / 1000000000);
-		a->mtime.nseconds = (uint32_t)(o->local_mtime_ns % 1000000000);
-	}
-	if (ns_of(&a->mtime) > ns_of(&a->ctime))
-		a->ctime = a->mtime;
-}
-
-int cache_write_ready(struct cache_object *o, struct cache_waiter *w)
-{
-	if (o->wopen == 2)
-		return 1;
-	if (o->recorded_ranges == 0 && !o->wb_recover) {
-		/* the index trusts nothing of it that a write could contradict;
-		 * the mark goes with the next batch all the same */
-		if (o->wopen == 0) {
-			o->wopen = 1;
-			mark_dirty(o);
-		}
-		return 1;
-	}
-	o->wopen = 1;
-	mark_dirty(o);
-	cache_wait(o, w);
-	if (C.commit_running)
-		C.commit_again = 1;
-	else
-		commit_start();
-	return 0;
-}
-
-int cache_write_local(struct cache_object *o, uint64_t offset, const void *data, uint32_t len,
-		      const struct rpc_cred *cred)
-{
-	uint64_t size = cache_size(o), end = offset + len;
-	int fd = object_fd(o), rc;
-
-	if (fd < 0)
-		return fd;
-	assert(offset <= size || offset - size <= CACHE_WRITE_GAP_MAX);
-	if (offset > size) {
-		/* what extending the file leaves between: zeros, not the client's bytes */
-		void *zeros = calloc(1, (size_t)(offset - size));
-		if (!zeros)
-			abort();
-		rc = backing_write(fd, zeros, (size_t)(offset - size), size);
-		free(zeros);
-		if (rc != 0)
-			return rc;
-		uint64_t before = o->valid.bytes;
-		extent_set_add(&o->valid, size, offset);
-		bytes_changed(before, o->valid.bytes);
-	}
-	if ((rc = backing_write(fd, data, len, offset)) != 0) {
-		log_limited(LOG_LEVEL_WARNING, "cache: backing write of object %llu: %s",
-			    (unsigned long long)o->id, strerror(-rc));
-		return rc;
-	}
-	uint64_t added = 0, before = o->valid.bytes;
-	foreach_clean_part(o, offset, end, count_part, &added);
-	if (!cache_has_dirty(o)) {
-		o->local_size = o->coh.size;
-		o->local_mtime_ns = o->coh.mtime_ns;
-	}
-	if (o->dirty.count == 0)
-		o->dirty_since = ev_now(C.loop);
-	extent_set_add(&o->valid, offset, end);
-	bytes_changed(before, o->valid.bytes);
-	extent_set_add(&o->dirty, offset, end);
-	unsynced_set(o, o->unsynced_bytes + added);
-	if (end > o->local_size)
-		o->local_size = end;
-	int64_t now = realtime_ns();
-	o->local_mtime_ns = now > o->local_mtime_ns ? now : o->local_mtime_ns + 1;
-	o->wb_cred = *cred;
-	stats.cache_write_bytes += len;
-	mark_dirty(o);
-	return 0;
-}
-
-uint64_t *cache_dirty_take(struct cache_object *o, size_t *n)
-{
-	uint64_t *ranges, *p;
-
-	*n = o->dirty.count;
-	if (*n == 0)
-		return NULL;
-	ranges = calloc(*n * 2, sizeof(*ranges));
-	if (!ranges)
-		abort();
-	p = ranges;
-	uint64_t before = dirty_bytes(o);
-	extent_set_foreach(&o->dirty, collect_range, &p);
-	extent_set_foreach(&o->dirty, add_range, &o->commit);
-	extent_set_clear(&o->dirty);
-	dirty_changed(o, before);
-	return ranges;
-}
-
-void cache_commit_settle(struct cache_object *o, enum cache_settle how)
-{
-	uint64_t before = dirty_bytes(o), vbefore = o->valid.bytes;
-
-	if (how == CACHE_RESEND) {
-		if (o->dirty.count == 0 && o->commit.count)
-			o->dirty_since = ev_now(C.loop);
-		extent_set_foreach(&o->commit, add_range, &o->dirty);
-	} else if (how == CACHE_FAILED) {
-		/* the backing bytes are not the upstream's; those written again
-		 * since are dirty and stay */
-		extent_set_foreach(&o->dirty, remove_range, &o->commit);
-		extent_set_foreach(&o->commit, remove_range, &o->valid);
-		bytes_changed(vbefore, o->valid.bytes);
-		changed(o);
-	}
-	extent_set_clear(&o->commit);
-	dirty_changed(o, before);
-	mark_dirty(o);
-}
-
-uint64_t cache_dirty_drop(struct cache_object *o, uint64_t start, uint64_t end)
-{
-	uint64_t before = dirty_bytes(o), vbefore = o->valid.bytes;
-	struct extent_set gone;
-
-	extent_set_init(&gone);
-	extent_set_foreach(&o->dirty, add_range, &gone);
-	extent_set_foreach(&o->commit, add_range, &gone);
-	extent_set_remove(&gone, 0, start);
-	extent_set_remove(&gone, end, UINT64_MAX);
-	uint64_t n = gone.bytes;
-	extent_set_remove(&o->dirty, start, end);
-	extent_set_remove(&o->commit, start, end);
-	/* their bytes in the backing file are not the upstream's */
-	extent_set_foreach(&gone, remove_range, &o->valid);
-	extent_set_clear(&gone);
-	bytes_changed(vbefore, o->valid.bytes);
-	dirty_changed(o, before);
-	changed(o);
-	mark_dirty(o);
-	return n;
-}
-
-struct list_node *cache_dirty_list(void)
-{
-	return &C.wb_list;
-}
 
 /*
  * A page of zeros in what was read may be a hole punched in the backing file
@@ -915,313 +632,6 @@ void cache_touch(struct cache_object *o)
 	} else {
 		o->last_access_s = now;
 	}
-}
-
-/* ---- persistence ---------------------------------------------------- */
-
-struct commit_job {
-	struct index_record *recs;
-	size_t n;
-	int *fds;             /* dup()s of the backing files to sync */
-	size_t nfds;
-	uint64_t *ranges;     /* storage behind every recs[i].ranges */
-	struct cache_object **objs;   /* recs[i] describes objs[i] */
-	int rc;               /* index_write's */
-};
-
-static void commit_work(void *arg)
-{
-	struct commit_job *job = arg;
-
-	for (size_t i = 0; i < job->nfds; i++) {
-		fdatasync(job->fds[i]);
-		close(job->fds[i]);
-	}
-	job->rc = index_write(C.index, job->recs, job->n);
-}
-
-static void commit_done(void *arg)
-{
-	struct commit_job *job = arg;
-
-	C.commit_running = 0;
-	for (size_t i = 0; i < job->n; i++) {
-		struct cache_object *o = job->objs[i];
-		if (job->rc != 0) {
-			mark_dirty(o);   /* nothing of it was stored: the next batch tries again */
-			continue;
-		}
-		o->recorded_ranges = job->recs[i].nranges;
-		if (job->recs[i].wopen && o->wopen == 1) {
-			o->wopen = 2;    /* recorded: local writes may go ahead */
-			cache_wake(o);
-		}
-	}
-	free(job->objs);
-
-	free(job->recs);
-	free(job->fds);
-	free(job->ranges);
-	free(job);
-	if (C.commit_again) {
-		C.commit_again = 0;
-		commit_start();
-	}
-}
-
-/* Snapshot the changed objects and hand them to a worker. */
-static void commit_start(void)
-{
-	struct list_node *pos, *tmp;
-	size_t n = 0, nranges = 0;
-
-	if (C.commit_running || list_empty(&C.dirty))
-		return;
-	list_for_each_safe(pos, tmp, &C.dirty) {
-		struct cache_object *o = list_entry(pos, struct cache_object, dirty_link);
-		n++;
-		nranges += o->valid.count + o->dirty.count + o->commit.count;
-	}
-	struct commit_job *job = calloc(1, sizeof(*job));
-	if (!job)
-		abort();
-	job->recs = calloc(n, sizeof(*job->recs));
-	job->objs = calloc(n, sizeof(*job->objs));
-	job->fds = calloc(n + C.n_sync_fds, sizeof(*job->fds));
-	job->ranges = calloc(nranges * 2 + 2, sizeof(*job->ranges));
-	if (!job->recs || !job->fds || !job->ranges)
-		abort();
-	uint64_t *rp = job->ranges;
-	if (C.n_sync_fds)
-		memcpy(job->fds, C.sync_fds, C.n_sync_fds * sizeof(*job->fds));
-	job->nfds = C.n_sync_fds;
-	C.n_sync_fds = 0;
-	list_for_each_safe(pos, tmp, &C.dirty) {
-		struct cache_object *o = list_entry(pos, struct cache_object, dirty_link);
-		job->objs[job->n] = o;
-		struct index_record *r = &job->recs[job->n++];
-		r->id = o->id;
-		r->volume = C.volume;
-		memcpy(r->fh, o->fh, o->fh_len);
-		r->fh_len = o->fh_len;
-		r->size = o->coh.known ? o->coh.size : 0;
-		r->mtime_ns = o->coh.known ? o->coh.mtime_ns : -1;
-		r->ctime_ns = o->coh.known ? o->coh.ctime_ns : -1;
-		r->fileid = o->coh.fileid;
-		r->last_access_s = o->last_access_s;
-		r->ranges = rp;
-		r->nranges = o->valid.count;
-		extent_set_foreach(&o->valid, collect_range, &rp);
-		struct extent_set unsynced;   /* dirty ∪ commit */
-		extent_set_init(&unsynced);
-		extent_set_foreach(&o->dirty, add_range, &unsynced);
-		extent_set_foreach(&o->commit, add_range, &unsynced);
-		r->dirty = rp;
-		r->ndirty = unsynced.count;
-		extent_set_foreach(&unsynced, collect_range, &rp);
-		extent_set_clear(&unsynced);
-		r->wopen = o->wopen != 0;
-		/* from now on the index may hold these ranges: a write must be
-		 * marked first (cache_write_ready) */
-		if (r->nranges > o->recorded_ranges)
-			o->recorded_ranges = r->nranges;
-		r->wb_uid = o->wb_cred.uid;
-		r->wb_gid = o->wb_cred.gid;
-		r->wb_ngids = o->wb_cred.gids_len;
-		memcpy(r->wb_gids, o->wb_cred.gids, sizeof(r->wb_gids));
-		if (o->fd >= 0 && o->valid.count) {
-			int d = dup(o->fd);
-			if (d >= 0)
-				job->fds[job->nfds++] = d;
-		}
-		o->index_dirty = 0;
-		list_del(&o->dirty_link);
-	}
-	C.commit_running = 1;
-	worker_submit(C.workers, commit_work, commit_done, job);
-}
-
-static void commit_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
-{
-	(void)loop;
-	(void)w;
-	(void)revents;
-	commit_start();
-}
-
-static void remove_tree_work(void *arg)
-{
-	backing_remove_tree(arg);
-}
-
-static void objects_free(void)
-{
-	for (size_t i = 0; i < C.nbuckets; i++) {
-		struct cache_object *o = C.buckets[i], *next;
-		for (; o; o = next) {
-			next = o->hash_next;
-			if (o->fd >= 0)
-				close(o->fd);
-			extent_set_clear(&o->valid);
-			extent_set_clear(&o->dirty);
-			extent_set_clear(&o->commit);
-			free(o);
-		}
-	}
-	free(C.buckets);
-	C.buckets = NULL;
-	C.nbuckets = 0;
-}
-
-static int load_one(const struct index_record *r, void *ctx)
-{
-	(void)ctx;
-	if (strcmp(r->volume, C.volume) != 0 || r->fh_len == 0 || r->fh_len > 64)
-		return 0;   /* another upstream's objects stay for their own daemon */
-	struct cache_object *o = object_new(r->id, r->fh, r->fh_len);
-	if (r->mtime_ns != -1) {
-		o->coh.known = 1;
-		o->coh.size = r->size;
-		o->coh.mtime_ns = r->mtime_ns;
-		o->coh.ctime_ns = r->ctime_ns;
-		o->coh.fileid = r->fileid;
-	}
-	o->attr_time = 0;   /* revalidated with a GETATTR on first use */
-	o->last_access_s = r->last_access_s;
-	for (size_t i = 0; i < r->nranges; i++)
-		extent_set_add(&o->valid, r->ranges[2 * i], r->ranges[2 * i + 1]);
-	if (r->wopen) {
-		/* written to when the daemon stopped without a last batch: writes
-		 * not recorded may lie over recorded ranges; only the recorded
-		 * dirty bytes are kept (CacheFiles' "in use" mark) */
-		extent_set_clear(&o->valid);
-	}
-	for (size_t i = 0; i < r->ndirty; i++) {
-		extent_set_add(&o->valid, r->dirty[2 * i], r->dirty[2 * i + 1]);
-		extent_set_add(&o->dirty, r->dirty[2 * i], r->dirty[2 * i + 1]);
-	}
-	if (o->dirty.count) {
-		/* written back once the upstream file is shown unchanged since */
-		o->wb_recover = 1;
-		o->wb_cred.flavor = RPC_AUTH_SYS;
-		o->wb_cred.uid = r->wb_uid;
-		o->wb_cred.gid = r->wb_gid;
-		o->wb_cred.gids_len = r->wb_ngids <= RPC_AUTH_SYS_MAX_GIDS ? r->wb_ngids : 0;
-		memcpy(o->wb_cred.gids, r->wb_gids, sizeof(o->wb_cred.gids));
-		snprintf(o->wb_cred.machinename, sizeof(o->wb_cred.machinename), "nfscached");
-		o->local_size = o->coh.size;
-		uint64_t end = r->dirty[2 * r->ndirty - 1];
-		if (end > o->local_size)
-			o->local_size = end;
-		o->local_mtime_ns = o->coh.mtime_ns;
-		o->dirty_since = ev_now(C.loop);
-		dirty_changed(o, 0);
-	}
-	o->recorded_ranges = r->nranges;
-	stats.cache_bytes += o->valid.bytes;
-	return 0;
-}
-
-int cache_init(struct ev_loop *loop, const struct nfsd_config *cfg, const char *volume)
-{
-	char lock_path[4200];
-	int reset = 0, rc;
-
-	memset(&C, 0, sizeof(C));
-	C.loop = loop;
-	C.cfg = cfg;
-	C.next_id = 1;
-	C.lock_fd = -1;
-	list_init(&C.dirty);
-	list_init(&C.open_fds);
-	list_init(&C.wb_list);
-	if ((rc = backing_init(cfg->cache_dir)) != 0)
-		goto fail;
-	/* one daemon per cache directory: another would reset an index it
-	 * finds locked, and the two would write the same backing files */
-	snprintf(lock_path, sizeof(lock_path), "%s/lock", cfg->cache_dir);
-	C.lock_fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (C.lock_fd < 0 || flock(C.lock_fd, LOCK_EX | LOCK_NB) != 0) {
-		rc = errno == EWOULDBLOCK ? -EBUSY : -errno;
-		log_error("cache: %s is in use by another nfscached", cfg->cache_dir);
-		goto fail;
-	}
-	C.index = index_open(cfg->cache_dir, &reset);
-	if (!C.index) {
-		rc = -EIO;
-		goto fail;
-	}
-	C.volume = strdup(volume);
-	table_grow();
-	char graveyard[4400] = "";
-	if (reset) {
-		log_warning("cache: index in %s was unusable: starting with an empty cache",
-			    cfg->cache_dir);
-		if (backing_retire_all(cfg->cache_dir, graveyard, sizeof(graveyard)) != 0)
-			graveyard[0] = '\0';
-	}
-	if (!reset && index_load(C.index, load_one, NULL) != 0)
-		log_warning("cache: index in %s could not be read fully: using what was read",
-			    cfg->cache_dir);
-	uint64_t max_id = index_max_id(C.index);
-	if (max_id >= C.next_id)
-		C.next_id = max_id + 1;
-	C.workers = worker_pool_new(loop, 2);
-	if (!C.workers) {
-		rc = -EAGAIN;
-		goto fail;
-	}
-	if (graveyard[0]) {
-		char *path = strdup(graveyard);
-		worker_submit(C.workers, remove_tree_work, free, path);
-	}
-	ev_timer_init(&C.commit_timer, commit_timer_cb, COMMIT_INTERVAL_S, COMMIT_INTERVAL_S);
-	ev_timer_start(loop, &C.commit_timer);
-	ev_unref(loop);   /* the batch timer alone does not keep the loop running */
-	log_info("cache: %s: %zu objects, %llu bytes", cfg->cache_dir, C.count,
-		 (unsigned long long)stats.cache_bytes);
-	return 0;
-
-fail:
-	objects_free();
-	index_close(C.index);
-	if (C.lock_fd >= 0)
-		close(C.lock_fd);
-	free(C.volume);
-	memset(&C, 0, sizeof(C));
-	stats.cache_objects = stats.cache_bytes = 0;
-	return rc;
-}
-
-void cache_finalise(void)
-{
-	if (!C.workers)
-		return;
-	ev_ref(C.loop);
-	ev_timer_stop(C.loop, &C.commit_timer);
-	/* the last batch: wait for a running one, then write what is left */
-	worker_pool_free(C.workers);
-	C.workers = worker_pool_new(C.loop, 1);
-	C.commit_running = 0;
-	C.commit_again = 0;
-	/* a clean stop: every write is in the last batch */
-	for (size_t i = 0; i < C.nbuckets; i++)
-		for (struct cache_object *o = C.buckets[i]; o; o = o->hash_next)
-			if (o->wopen) {
-				o->wopen = 0;
-				mark_dirty(o);
-			}
-	commit_start();
-	worker_pool_free(C.workers);
-	C.workers = NULL;
-	index_close(C.index);
-	objects_free();
-	free(C.volume);
-	for (size_t i = 0; i < C.n_sync_fds; i++)
-		close(C.sync_fds[i]);
-	free(C.sync_fds);
-	close(C.lock_fd);
-	memset(&C, 0, sizeof(C));
 }
 
 void cache_foreach(void (*fn)(struct cache_object *o, void *arg), void *arg)

@@ -1,25 +1,40 @@
 /*
- * test_cache.c — the write-back state kept by cache/cache.c (DESIGN.md
- * "Write-back", "Persistence"), driven through the real module on a
- * temporary cache directory with a real libev loop, the real worker pool
- * and the real sqlite index: local writes (valid, dirty, size, mtime, the
- * gauges), zero-filled gaps, per-page dirty ranges kept apart, fetched data
- * merged under dirty bytes, invalidation sparing dirty and sent bytes, a
- * write-back pass settled each of the three ways, dropping and truncating
- * dirty bytes, dirty ranges and the writer's credential surviving a clean
- * restart (kept or discarded by the first attributes), and the "written to"
- * mark: cache_write_ready() waits for its batch, and after a crash (a child
- * that _exit()s without cache_finalise) only recorded dirty ranges of a
- * marked object are trusted.
+ * test_cache.c — the write-back state kept by cache/cache.c, dirty.c and
+ * persist.c (DESIGN.md "Write-back", "Persistence"), driven through the
+ * real module on a temporary cache directory with a real libev loop, the
+ * real worker pool and the real sqlite index: local writes (valid, dirty,
+ * size, mtime, the gauges), zero-filled gaps, per-page dirty ranges kept
+ * apart, fetched data merged under dirty bytes, invalidation sparing
+ * dirty and sent bytes, a write-back pass settled each of the three ways,
+ * dropping and truncating dirty bytes, dirty ranges and the writer's
+ * credential surviving a clean restart (kept or discarded by the first
+ * attributes), and the "written to" mark: cache_write_ready() waits for
+ * its batch, and after a crash (a child that _exit()s without
+ * cache_finalise) only recorded dirty ranges of a marked object are
+ * trusted.
  *
- * Includes cache.c to reach its state (C) and commit_start(); the other
- * modules are linked. 
+ * Includes cache_int.h to reach the module's state (C) and commit_start();
+ * cache.c, dirty.c, persist.c and the other modules are linked.
  */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
-#include "cache/cache.c"
+#include "cache/backing.h"
+#include "cache/cache.h"
+#include "cache/cache_int.h"
+#include "cache/index.h"
+#include "cache/worker.h"
+#include "daemon/log.h"
+#include "daemon/stats.h"
 
 #include "tests/unit/tap.h"
 

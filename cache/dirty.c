@@ -1,0 +1,261 @@
+/*
+ * dirty.c — the write-back state of each object (DESIGN.md "Write-back"):
+ * bytes written locally and not sent upstream yet (dirty), those a pass
+ * sent and has not committed yet (commit), the size and mtime clients see
+ * meanwhile, the writer's credential, the list of objects with dirty data
+ * and the cache.dirty.bytes gauge.  Not here: sending anything upstream
+ * (daemon/writeback.c), nor persisting the sets (persist.c).
+ */
+#include "config.h"
+
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cache/backing.h"
+#include "cache/cache.h"
+#include "cache/cache_int.h"
+#include "daemon/log.h"
+#include "daemon/stats.h"
+
+uint64_t dirty_bytes(const struct cache_object *o)
+{
+	return o->unsynced_bytes;
+}
+
+/* |dirty ∪ commit|: both sets are only held together while a pass runs. */
+static uint64_t union_bytes(const struct cache_object *o)
+{
+	struct extent_set u;
+	uint64_t n;
+
+	if (o->commit.count == 0 || o->dirty.count == 0)
+		return o->dirty.bytes + o->commit.bytes;
+	extent_set_init(&u);
+	extent_set_foreach(&o->dirty, add_range, &u);
+	extent_set_foreach(&o->commit, add_range, &u);
+	n = u.bytes;
+	extent_set_clear(&u);
+	return n;
+}
+
+/* Keep unsynced_bytes, cache.dirty.bytes and the list of dirty objects in
+ * step with the sets (`now`: the new |dirty ∪ commit|). */
+static void unsynced_set(struct cache_object *o, uint64_t now)
+{
+	stats.cache_dirty_bytes += now - o->unsynced_bytes;
+	o->unsynced_bytes = now;
+	if (o->dirty.count == 0 && o->commit.count == 0)
+		list_del(&o->wb_link);
+	else if (list_empty(&o->wb_link))
+		list_add_tail(&C.wb_list, &o->wb_link);
+}
+
+void dirty_changed(struct cache_object *o, uint64_t before)
+{
+	(void)before;
+	unsynced_set(o, union_bytes(o));
+}
+
+/*
+ * Call fn(start, end, ctx) for each part of [start, end) that is neither
+ * dirty nor sent upstream (the bytes that are only the upstream's copy),
+ * in order; stops at and returns a nonzero return of fn.
+ */
+int foreach_clean_part(const struct cache_object *o, uint64_t start, uint64_t end,
+		       int (*fn)(uint64_t s, uint64_t e, void *ctx), void *ctx)
+{
+	uint64_t pos = start, gs, ge, cs, ce;
+	int rc;
+
+	while (pos < end && extent_set_first_gap(&o->dirty, pos, end, &gs, &ge)) {
+		for (uint64_t p = gs; p < ge && extent_set_first_gap(&o->commit, p, ge, &cs, &ce); p = ce)
+			if ((rc = fn(cs, ce, ctx)) != 0)
+				return rc;
+		pos = ge;
+	}
+	return 0;
+}
+
+static int count_part(uint64_t s, uint64_t e, void *ctx)
+{
+	*(uint64_t *)ctx += e - s;
+	return 0;
+}
+
+static int64_t realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* ---- write-back state ------------------------------------------------ */
+
+int cache_has_dirty(const struct cache_object *o)
+{
+	return o->dirty.count != 0 || o->commit.count != 0;
+}
+
+uint64_t cache_size(const struct cache_object *o)
+{
+	return cache_has_dirty(o) ? o->local_size : o->coh.size;
+}
+
+void cache_patch_attrs(const struct cache_object *o, fattr3 *a)
+{
+	if (!cache_has_dirty(o))
+		return;
+	a->size = o->local_size;
+	if (a->used < a->size)
+		a->used = a->size;
+	/* never older than what the upstream reported */
+	if (o->local_mtime_ns > ns_of(&a->mtime)) {
+		a->mtime.seconds = (uint32_t)(o->local_mtime_ns / 1000000000);
+		a->mtime.nseconds = (uint32_t)(o->local_mtime_ns % 1000000000);
+	}
+	if (ns_of(&a->mtime) > ns_of(&a->ctime))
+		a->ctime = a->mtime;
+}
+
+int cache_write_ready(struct cache_object *o, struct cache_waiter *w)
+{
+	if (o->wopen == 2)
+		return 1;
+	if (o->recorded_ranges == 0 && !o->wb_recover) {
+		/* the index trusts nothing of it that a write could contradict;
+		 * the mark goes with the next batch all the same */
+		if (o->wopen == 0) {
+			o->wopen = 1;
+			mark_dirty(o);
+		}
+		return 1;
+	}
+	o->wopen = 1;
+	mark_dirty(o);
+	cache_wait(o, w);
+	if (C.commit_running)
+		C.commit_again = 1;
+	else
+		commit_start();
+	return 0;
+}
+
+int cache_write_local(struct cache_object *o, uint64_t offset, const void *data, uint32_t len,
+		      const struct rpc_cred *cred)
+{
+	uint64_t size = cache_size(o), end = offset + len;
+	int fd = object_fd(o), rc;
+
+	if (fd < 0)
+		return fd;
+	assert(offset <= size || offset - size <= CACHE_WRITE_GAP_MAX);
+	if (offset > size) {
+		/* what extending the file leaves between: zeros, not the client's bytes */
+		void *zeros = calloc(1, (size_t)(offset - size));
+		if (!zeros)
+			abort();
+		rc = backing_write(fd, zeros, (size_t)(offset - size), size);
+		free(zeros);
+		if (rc != 0)
+			return rc;
+		uint64_t before = o->valid.bytes;
+		extent_set_add(&o->valid, size, offset);
+		bytes_changed(before, o->valid.bytes);
+	}
+	if ((rc = backing_write(fd, data, len, offset)) != 0) {
+		log_limited(LOG_LEVEL_WARNING, "cache: backing write of object %llu: %s",
+			    (unsigned long long)o->id, strerror(-rc));
+		return rc;
+	}
+	uint64_t added = 0, before = o->valid.bytes;
+	foreach_clean_part(o, offset, end, count_part, &added);
+	if (!cache_has_dirty(o)) {
+		o->local_size = o->coh.size;
+		o->local_mtime_ns = o->coh.mtime_ns;
+	}
+	if (o->dirty.count == 0)
+		o->dirty_since = ev_now(C.loop);
+	extent_set_add(&o->valid, offset, end);
+	bytes_changed(before, o->valid.bytes);
+	extent_set_add(&o->dirty, offset, end);
+	unsynced_set(o, o->unsynced_bytes + added);
+	if (end > o->local_size)
+		o->local_size = end;
+	int64_t now = realtime_ns();
+	o->local_mtime_ns = now > o->local_mtime_ns ? now : o->local_mtime_ns + 1;
+	o->wb_cred = *cred;
+	stats.cache_write_bytes += len;
+	mark_dirty(o);
+	return 0;
+}
+
+uint64_t *cache_dirty_take(struct cache_object *o, size_t *n)
+{
+	uint64_t *ranges, *p;
+
+	*n = o->dirty.count;
+	if (*n == 0)
+		return NULL;
+	ranges = calloc(*n * 2, sizeof(*ranges));
+	if (!ranges)
+		abort();
+	p = ranges;
+	uint64_t before = dirty_bytes(o);
+	extent_set_foreach(&o->dirty, collect_range, &p);
+	extent_set_foreach(&o->dirty, add_range, &o->commit);
+	extent_set_clear(&o->dirty);
+	dirty_changed(o, before);
+	return ranges;
+}
+
+void cache_commit_settle(struct cache_object *o, enum cache_settle how)
+{
+	uint64_t before = dirty_bytes(o), vbefore = o->valid.bytes;
+
+	if (how == CACHE_RESEND) {
+		if (o->dirty.count == 0 && o->commit.count)
+			o->dirty_since = ev_now(C.loop);
+		extent_set_foreach(&o->commit, add_range, &o->dirty);
+	} else if (how == CACHE_FAILED) {
+		/* the backing bytes are not the upstream's; those written again
+		 * since are dirty and stay */
+		extent_set_foreach(&o->dirty, remove_range, &o->commit);
+		extent_set_foreach(&o->commit, remove_range, &o->valid);
+		bytes_changed(vbefore, o->valid.bytes);
+		changed(o);
+	}
+	extent_set_clear(&o->commit);
+	dirty_changed(o, before);
+	mark_dirty(o);
+}
+
+uint64_t cache_dirty_drop(struct cache_object *o, uint64_t start, uint64_t end)
+{
+	uint64_t before = dirty_bytes(o), vbefore = o->valid.bytes;
+	struct extent_set gone;
+
+	extent_set_init(&gone);
+	extent_set_foreach(&o->dirty, add_range, &gone);
+	extent_set_foreach(&o->commit, add_range, &gone);
+	extent_set_remove(&gone, 0, start);
+	extent_set_remove(&gone, end, UINT64_MAX);
+	uint64_t n = gone.bytes;
+	extent_set_remove(&o->dirty, start, end);
+	extent_set_remove(&o->commit, start, end);
+	/* their bytes in the backing file are not the upstream's */
+	extent_set_foreach(&gone, remove_range, &o->valid);
+	extent_set_clear(&gone);
+	bytes_changed(vbefore, o->valid.bytes);
+	dirty_changed(o, before);
+	changed(o);
+	mark_dirty(o);
+	return n;
+}
+
+struct list_node *cache_dirty_list(void)
+{
+	return &C.wb_list;
+}
