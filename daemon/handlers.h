@@ -61,6 +61,13 @@ int nfsd_revalidate(struct cache_object *o, const struct nfs_fh3 *fh, const stru
 		    struct cache_waiter *w, struct GETATTR3args *args, uint64_t *seq,
 		    upstream_done_fn done, void *priv);
 
+/* A successful ACCESS result (RFC 1813 §3.3.4) for `o`, asked by `cred`
+ * for the bits `asked` and sent at change sequence `seq`: its grants and
+ * attributes go to the cache.  `r` is only read. */
+struct ACCESS3res;
+void nfsd_access_snoop(struct cache_object *o, const struct rpc_cred *cred, uint32_t asked,
+		       const struct ACCESS3res *r, uint64_t seq);
+
 /* The cache object of a file handle, or NULL (no cache, not cached). */
 struct nfs_fh3;
 struct cache_object *nfsd_cache_object(const struct nfs_fh3 *fh);

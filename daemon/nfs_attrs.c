@@ -106,3 +106,13 @@ int nfsd_revalidate(struct cache_object *o, const nfs_fh3 *fh, const struct rpc_
 	upstream_call(nfsd.upstream, proc_nfs3(NFS3PROC_GETATTR), args, cred, done, priv);
 	return 1;
 }
+
+void nfsd_access_snoop(struct cache_object *o, const struct rpc_cred *cred, uint32_t asked,
+		       const ACCESS3res *r, uint64_t seq)
+{
+	const post_op_attr *pa = &r->ACCESS3res_u.resok.obj_attributes;
+
+	cache_access_record(o, cred, asked, r->ACCESS3res_u.resok.access);
+	if (pa->attributes_follow)
+		cache_attrs_update(o, &pa->post_op_attr_u.attributes, seq);
+}

@@ -411,11 +411,7 @@ static void access_done(void *priv, enum upstream_status st, void *res)
 	ACCESS3res *r = res;
 
 	if (st == UPSTREAM_OK && r->status == NFS3_OK) {
-		cache_access_record(op->o, &op->call->cred, op->args.access.access,
-				    r->ACCESS3res_u.resok.access);
-		if (r->ACCESS3res_u.resok.obj_attributes.attributes_follow)
-			cache_attrs_update(op->o, &r->ACCESS3res_u.resok.obj_attributes.post_op_attr_u.attributes,
-					   op->seq);
+		nfsd_access_snoop(op->o, &op->call->cred, op->args.access.access, r, op->seq);
 		if (cache_access_granted(op->o, &op->call->cred, ACCESS3_READ_BIT)) {
 			read_try(op);
 			return;

@@ -220,13 +220,8 @@ static void write_access_done(void *priv, enum upstream_status st, void *res)
 	struct write_op *op = priv;
 	ACCESS3res *r = res;
 
-	if (st == UPSTREAM_OK && r->status == NFS3_OK) {
-		cache_access_record(op->o, &op->call->cred, op->args.access.access,
-				    r->ACCESS3res_u.resok.access);
-		if (r->ACCESS3res_u.resok.obj_attributes.attributes_follow)
-			cache_attrs_update(op->o, &r->ACCESS3res_u.resok.obj_attributes.post_op_attr_u.attributes,
-					   op->seq);
-	}
+	if (st == UPSTREAM_OK && r->status == NFS3_OK)
+		nfsd_access_snoop(op->o, &op->call->cred, op->args.access.access, r, op->seq);
 	if (st == UPSTREAM_TIMEOUT)
 		op_jukebox(op);
 	else
@@ -244,9 +239,7 @@ static void write_first_access_done(void *priv, enum upstream_status st, void *r
 		if (pa->attributes_follow && pa->post_op_attr_u.attributes.type == NF3REG) {
 			struct cache_object *o = cache_get((const uint8_t *)a->file.data.data_val,
 							   a->file.data.data_len);
-			cache_attrs_update(o, &pa->post_op_attr_u.attributes, op->seq);
-			cache_access_record(o, &op->call->cred, op->args.access.access,
-					    r->ACCESS3res_u.resok.access);
+			nfsd_access_snoop(o, &op->call->cred, op->args.access.access, r, op->seq);
 			op->o = o;
 			o->busy++;
 			write_try(op);

@@ -46,6 +46,18 @@ static struct ev_loop *lp;
 static struct nfsd_config cfg;
 static char cache_dir[256];
 
+/* A fresh, empty cache directory for the next cache_init. */
+static void new_cache_dir(void)
+{
+	snprintf(cache_dir, sizeof(cache_dir), "%s/test_cache.XXXXXX",
+		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	if (!mkdtemp(cache_dir)) {
+		perror("mkdtemp");
+		exit(1);
+	}
+	cfg.cache_dir = cache_dir;
+}
+
 static const struct rpc_cred writer = {
 	.flavor = RPC_AUTH_SYS,
 	.machinename = "client",
@@ -129,13 +141,7 @@ static int cache_open_here(void)
 
 static void setup(void)
 {
-	snprintf(cache_dir, sizeof(cache_dir), "%s/test_cache.XXXXXX",
-		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	if (!mkdtemp(cache_dir)) {
-		perror("mkdtemp");
-		exit(1);
-	}
-	cfg.cache_dir = cache_dir;
+	new_cache_dir();
 	if (cache_open_here() != 0) {
 		fprintf(stderr, "cache_init on %s failed\n", cache_dir);
 		exit(1);
@@ -792,13 +798,7 @@ static void test_crash(void)
 	struct crash_report *r = report_new();
 
 	diag("10. the \"written to\" mark and an unclean stop");
-	snprintf(cache_dir, sizeof(cache_dir), "%s/test_cache.XXXXXX",
-		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	if (!mkdtemp(cache_dir)) {
-		perror("mkdtemp");
-		exit(1);
-	}
-	cfg.cache_dir = cache_dir;
+	new_cache_dir();
 	int status = in_crashing_child(crash_child, r);
 	ok(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child ran and _exit()ed (0)");
 	is_int(r->init_rc, 0, "child: cache_init");
@@ -870,13 +870,7 @@ static void test_write_during_batch(void)
 	struct crash_report *r = report_new();
 
 	diag("11. a write while a batch records the object's ranges without the mark");
-	snprintf(cache_dir, sizeof(cache_dir), "%s/test_cache.XXXXXX",
-		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	if (!mkdtemp(cache_dir)) {
-		perror("mkdtemp");
-		exit(1);
-	}
-	cfg.cache_dir = cache_dir;
+	new_cache_dir();
 	int status = in_crashing_child(race_child, r);
 	ok(WIFEXITED(status) && WEXITSTATUS(status) == 0 && r->init_rc == 0 && r->stage == 3,
 	   "the child ran every step and _exit()ed");
