@@ -3,6 +3,7 @@
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -19,14 +20,20 @@
 #include "daemon/stats.h"
 
 static char backing_dir[4096];
+static char graveyard_dir[4096];
 
 int backing_init(const char *cache_dir)
 {
 	char path[4200];
 
 	snprintf(backing_dir, sizeof(backing_dir), "%s/objects", cache_dir);
+	snprintf(graveyard_dir, sizeof(graveyard_dir), "%s/graveyard", cache_dir);
 	if (mkdir(cache_dir, 0700) != 0 && errno != EEXIST) {
 		log_error("backing: cannot create %s: %s", cache_dir, strerror(errno));
+		return -errno;
+	}
+	if (mkdir(graveyard_dir, 0700) != 0 && errno != EEXIST) {
+		log_error("backing: cannot create %s: %s", graveyard_dir, strerror(errno));
 		return -errno;
 	}
 	if (mkdir(backing_dir, 0700) != 0 && errno != EEXIST) {
@@ -138,12 +145,34 @@ int backing_unlink(uint64_t id)
 	return unlink(path) == 0 || errno == ENOENT ? 0 : -errno;
 }
 
-int backing_retire_all(const char *cache_dir, char *graveyard, size_t len)
+int backing_retire_all(const char *cache_dir)
 {
-	snprintf(graveyard, len, "%s/graveyard.%ld.%ld", cache_dir, (long)getpid(), (long)time(NULL));
-	if (rename(backing_dir, graveyard) != 0 && errno != ENOENT)
+	char path[4200];
+
+	snprintf(path, sizeof(path), "%s/objects.%ld.%ld", graveyard_dir, (long)getpid(),
+		 (long)time(NULL));
+	if (rename(backing_dir, path) != 0 && errno != ENOENT)
 		return -errno;
 	return backing_init(cache_dir);
+}
+
+int backing_bury(uint64_t id)
+{
+	char from[4200], to[4200];
+
+	backing_path(id, from, sizeof(from));
+	snprintf(to, sizeof(to), "%s/%016" PRIx64, graveyard_dir, id);
+	if (rename(from, to) == 0)
+		return 0;
+	return errno == ENOENT ? 1 : -errno;
+}
+
+int backing_unlink_buried(uint64_t id)
+{
+	char path[4200];
+
+	snprintf(path, sizeof(path), "%s/%016" PRIx64, graveyard_dir, id);
+	return unlink(path) == 0 || errno == ENOENT ? 0 : -errno;
 }
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -160,4 +189,70 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
 int backing_remove_tree(const char *path)
 {
 	return nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS) == 0 ? 0 : -errno;
+}
+
+size_t backing_purge_graveyard(void)
+{
+	DIR *d = opendir(graveyard_dir);
+	struct dirent *e;
+	size_t n = 0;
+	char path[4096 + 256 + 16];
+
+	if (!d)
+		return 0;
+	while ((e = readdir(d))) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", graveyard_dir, e->d_name);
+		if (unlink(path) == 0 || (errno == EISDIR && backing_remove_tree(path) == 0))
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+/* A backing file's name: 16 lowercase hex digits, in the directory of its low byte. */
+static int parse_name(const char *name, unsigned dir, uint64_t *id)
+{
+	uint64_t v = 0;
+
+	if (strlen(name) != 16)
+		return -1;
+	for (int i = 0; i < 16; i++) {
+		char c = name[i];
+		unsigned dgt = c >= '0' && c <= '9' ? (unsigned)(c - '0') :
+			       c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10) : 16;
+		if (dgt == 16)
+			return -1;
+		v = v << 4 | dgt;
+	}
+	if ((v & 0xff) != dir || v == 0)
+		return -1;
+	*id = v;
+	return 0;
+}
+
+int backing_foreach(int (*fn)(uint64_t id, const char *path, void *ctx), void *ctx)
+{
+	char dir[4200], path[4200 + 256];
+	int ret = 0;
+
+	for (unsigned i = 0; i < 256 && ret == 0; i++) {
+		snprintf(dir, sizeof(dir), "%s/%02x", backing_dir, i);
+		DIR *d = opendir(dir);
+		struct dirent *e;
+		if (!d)
+			continue;
+		while (ret == 0 && (e = readdir(d))) {
+			uint64_t id = 0;
+			if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+				continue;
+			snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+			if (parse_name(e->d_name, i, &id) != 0)
+				id = 0;
+			ret = fn(id, path, ctx);
+		}
+		closedir(d);
+	}
+	return ret;
 }

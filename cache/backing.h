@@ -44,10 +44,32 @@ int backing_has_data(int fd, uint64_t start, uint64_t end);
 /* Drop the file's contents from `size` on (ftruncate).  0 or -errno. */
 int backing_truncate(int fd, uint64_t size);
 
-/* Move every backing file out of the way at once (CACHE_DIR/objects is
- * renamed into CACHE_DIR/graveyard.N) and recreate an empty tree; the old
- * one's path goes to `graveyard` for backing_remove_tree().  0 or -errno. */
-int backing_retire_all(const char *cache_dir, char *graveyard, size_t len);
+/*
+ * The graveyard, CACHE_DIR/graveyard: what is renamed there is deleted off
+ * the hot path (cachefilesd's graveyard).  backing_retire_all moves every
+ * backing file there at once (CACHE_DIR/objects becomes graveyard/objects.N)
+ * and recreates an empty tree; backing_bury moves one object's file there
+ * (graveyard/ID).  0, or -errno; backing_bury returns 1 when the object has
+ * no file.
+ */
+int backing_retire_all(const char *cache_dir);
+int backing_bury(uint64_t id);
+
+/* Delete object `id`'s file from the graveyard (blocking: a worker job).
+ * 0 or -errno. */
+int backing_unlink_buried(uint64_t id);
+
+/* Delete everything in the graveyard (blocking: a worker job at start-up).
+ * Returns the entries removed. */
+size_t backing_purge_graveyard(void);
+
+/*
+ * Call fn(id, path, ctx) for every entry of CACHE_DIR/objects/XX/, with id 0
+ * for a name that is not an object's (16 hex digits in the directory of
+ * its low byte).  A nonzero return stops the walk and is returned.
+ * Blocking: a worker job (start-up reconciliation).
+ */
+int backing_foreach(int (*fn)(uint64_t id, const char *path, void *ctx), void *ctx);
 
 /* Delete a directory tree (blocking: a worker job).  0 or -errno. */
 int backing_remove_tree(const char *path);

@@ -138,6 +138,39 @@ struct cache_object *object_new(uint64_t id, const uint8_t *fh, uint32_t fh_len)
 	return o;
 }
 
+int object_cullable(const struct cache_object *o)
+{
+	return !o->busy && !o->getattr_busy && !o->changes_in_flight && !o->wb &&
+	       !cache_has_dirty(o) && !o->wb_recover && o->wopen != 1 &&
+	       list_empty(&o->waiters);
+}
+
+void object_remove(struct cache_object *o)
+{
+	struct cache_object **pp = &C.buckets[fh_hash(o->fh, o->fh_len) & (C.nbuckets - 1)];
+
+	while (*pp != o)
+		pp = &(*pp)->hash_next;
+	*pp = o->hash_next;
+	C.count--;
+	stats.cache_objects = C.count;
+	stats.cache_bytes -= o->valid.bytes;
+	if (o->fd >= 0) {
+		list_del(&o->fd_link);
+		close(o->fd);
+		C.n_open--;
+	}
+	if (o->index_dirty)
+		list_del(&o->dirty_link);
+	if (!list_empty(&o->wb_link))
+		list_del(&o->wb_link);
+	extent_set_clear(&o->valid);
+	extent_set_clear(&o->dirty);
+	extent_set_clear(&o->commit);
+	o->magic = 0;
+	free(o);
+}
+
 struct cache_object *cache_find(const uint8_t *fh, uint32_t fh_len)
 {
 	if (!C.nbuckets)
@@ -423,6 +456,8 @@ static int store_part(uint64_t s, uint64_t e, void *ctx)
 	if (rc != 0) {
 		log_limited(LOG_LEVEL_WARNING, "cache: backing write of object %llu: %s",
 			    (unsigned long long)sc->o->id, strerror(-rc));
+		if (rc == -ENOSPC || rc == -EDQUOT)
+			space_nospace();
 		return rc;
 	}
 	uint64_t before = sc->o->valid.bytes;
@@ -438,6 +473,8 @@ int cache_store(struct cache_object *o, uint64_t offset, const void *data, uint3
 		return -ESTALE;
 	if (len == 0)
 		return 0;
+	if (!space_may_store(len))
+		return -ENOSPC;   /* answered from the fetched data, not kept */
 	int fd = object_fd(o);
 	if (fd < 0)
 		return fd;
@@ -626,12 +663,9 @@ void cache_touch(struct cache_object *o)
 	int64_t now = now_s();
 
 	/* persisted with the next batch; a minute's precision is enough for LRU */
-	if (now - o->last_access_s >= 60) {
-		o->last_access_s = now;
+	o->last_access_s = now;
+	if (now - o->access_recorded_s >= 60)
 		mark_dirty(o);
-	} else {
-		o->last_access_s = now;
-	}
 }
 
 void cache_foreach(void (*fn)(struct cache_object *o, void *arg), void *arg)

@@ -59,6 +59,8 @@ struct cache_object {
 	struct list_node fd_link;        /* in the LRU list of open backing files */
 	int checked;                     /* backing file checked against `valid` */
 	int64_t last_access_s;           /* unix seconds */
+	int64_t access_recorded_s;       /* last_access_s as the index has it (or the
+					  * running batch writes it) */
 	struct cache_access access[CACHE_ACCESS_SLOTS];
 	struct list_node waiters;        /* struct cache_waiter */
 	int busy;                        /* calls in flight for this object */
@@ -275,6 +277,47 @@ void cache_read_backing_async(struct cache_object *o, uint64_t offset, void *buf
 /* Call fn(o, arg) for every object (nfscachectl invalidate --all); fn must
  * not create or free objects. */
 void cache_foreach(void (*fn)(struct cache_object *o, void *arg), void *arg);
+
+/* ---- space (DESIGN.md "Space management"; cachefilesd(8)) ----------- */
+
+/*
+ * The cache file system's free blocks and free files (statvfs of
+ * cache.dir, every second and after every 4 MiB stored) and cache.max_size
+ * against cache.bytes, against the thresholds: CACHE_CACHING above
+ * bcull/fcull; CACHE_CULLING while a culling run is on (started below
+ * bcull/fcull, by a backing write's ENOSPC/EDQUOT, or by cache_cull_now(),
+ * until above brun/frun); CACHE_STOPPED below bstop/fstop: nothing new is
+ * stored (reads are answered from the fetched data, writes go through to
+ * the upstream) while culling goes on.
+ */
+enum cache_space_state { CACHE_CACHING, CACHE_CULLING, CACHE_STOPPED };
+
+struct cache_space {
+	enum cache_space_state state;
+	uint64_t blocks_total, blocks_avail;   /* bytes of the cache file system */
+	uint64_t files_total, files_avail;     /* inodes of it; total 0 = not reported */
+	uint64_t run_objects, run_bytes;       /* culled by the current or last run */
+	int starved;                           /* the last pass found nothing to cull */
+};
+
+/* The state now, and its name: "caching", "culling", "stopped". */
+void cache_space(struct cache_space *out);
+const char *cache_space_state_name(enum cache_space_state s);
+
+/* 0 while stopped (below bstop/fstop): fetch no more than asked. */
+int cache_storing(void);
+
+/* Measure now and act on the thresholds (after a reload changed them). */
+void cache_space_check(void);
+
+/*
+ * `nfscachectl cull`: a culling run now, until the cache is above
+ * brun/frun (and max_size's brun).  Returns 0 when there is nothing to cull
+ * (done() is not called), else 1: done(arg, space) is called on the loop
+ * once the run ends (*space as cache_space(); starved set when nothing
+ * more could be culled: every remaining object dirty or in use).
+ */
+int cache_cull_now(void (*done)(void *arg, const struct cache_space *space), void *arg);
 
 /* The volume's configuration. */
 const struct nfsd_config *cache_config(void);

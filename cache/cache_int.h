@@ -38,7 +38,14 @@ struct cache_state {
 	int *sync_fds;                  /* closed backing files the next batch syncs first */
 	size_t n_sync_fds, cap_sync_fds;
 	int commit_again;               /* a batch is wanted as soon as the running one ends */
+	uint64_t *deletes;              /* ids whose rows the next batch removes */
+	size_t n_deletes, cap_deletes;
+	uint64_t max_id_at_start;       /* start-up reconciliation: newer ids are not orphans */
 };
+
+/* C.commit_running: who holds the index (one worker job at a time, index.h) */
+#define INDEX_HELD_BATCH 1
+#define INDEX_HELD_CULL 2
 
 extern struct cache_state C;
 
@@ -52,6 +59,10 @@ int remove_range(uint64_t start, uint64_t end, void *ctx);
 void table_grow(void);
 struct cache_object *object_new(uint64_t id, const uint8_t *fh, uint32_t fh_len);
 int object_fd(struct cache_object *o);
+/* Can `o` go now: no dirty or sent bytes, no call, fetch, pass or waiter on it. */
+int object_cullable(const struct cache_object *o);
+/* Take `o` out of the table and free it (its file and rows are the caller's). */
+void object_remove(struct cache_object *o);
 
 /* dirty.c: the write-back state */
 uint64_t dirty_bytes(const struct cache_object *o);
@@ -63,5 +74,20 @@ int foreach_clean_part(const struct cache_object *o, uint64_t start, uint64_t en
 void mark_dirty(struct cache_object *o);
 void commit_start(void);
 void commit_sync_fd(int fd);
+/* The next batch removes object `id`'s rows (first, before any upsert). */
+void commit_delete(uint64_t id);
+
+/* cull.c: space management */
+void space_init(void);
+void space_finalise(void);
+/* May `len` more bytes be stored?  1 yes; 0 no (stopped, or no room left
+ * under max_size): the caller answers without storing. */
+int space_may_store(uint64_t len);
+/* A backing write failed with ENOSPC/EDQUOT: cull now. */
+void space_nospace(void);
+/* A batch ended: a culling step waiting for the index may go. */
+void space_index_free(void);
+/* Start-up reconciliation of the index and the backing files (a worker job). */
+void space_reconcile(void);
 
 #endif

@@ -9,6 +9,7 @@
 #include "config.h"
 
 #include <assert.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -147,9 +148,11 @@ int cache_write_local(struct cache_object *o, uint64_t offset, const void *data,
 		      const struct rpc_cred *cred)
 {
 	uint64_t size = cache_size(o), end = offset + len;
-	int fd = object_fd(o), rc;
+	int fd, rc;
 
-	if (fd < 0)
+	if (!space_may_store(len + (offset > size ? offset - size : 0)))
+		return -ENOSPC;   /* written through instead */
+	if ((fd = object_fd(o)) < 0)
 		return fd;
 	assert(offset <= size || offset - size <= CACHE_WRITE_GAP_MAX);
 	if (offset > size) {
@@ -159,6 +162,8 @@ int cache_write_local(struct cache_object *o, uint64_t offset, const void *data,
 			abort();
 		rc = backing_write(fd, zeros, (size_t)(offset - size), size);
 		free(zeros);
+		if (rc == -ENOSPC || rc == -EDQUOT)
+			space_nospace();
 		if (rc != 0)
 			return rc;
 		uint64_t before = o->valid.bytes;
@@ -168,6 +173,8 @@ int cache_write_local(struct cache_object *o, uint64_t offset, const void *data,
 	if ((rc = backing_write(fd, data, len, offset)) != 0) {
 		log_limited(LOG_LEVEL_WARNING, "cache: backing write of object %llu: %s",
 			    (unsigned long long)o->id, strerror(-rc));
+		if (rc == -ENOSPC || rc == -EDQUOT)
+			space_nospace();
 		return rc;
 	}
 	uint64_t added = 0, before = o->valid.bytes;

@@ -63,6 +63,8 @@ enum index_stmt {
 	ST_LOAD_DIRTY,
 	ST_MAX_ID,
 	ST_TABLE_SQL,
+	ST_LRU,
+	ST_SCAN,
 	ST_COUNT
 };
 
@@ -111,7 +113,24 @@ static const struct {
 		" (SELECT max(id) FROM objects), 0)" },
 	[ST_TABLE_SQL] = { "schema",
 		"SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?1" },
+	/* least recently used first, after a cursor (objects_lru below) */
+	[ST_LRU] = { "lru",
+		"SELECT id, fh, last_access FROM objects"
+		" WHERE volume = ?1 AND (last_access, id) > (?2, ?3)"
+		" ORDER BY last_access, id LIMIT ?4" },
+	[ST_SCAN] = { "scan",
+		"SELECT id, volume,"
+		" EXISTS (SELECT 1 FROM ranges WHERE object = objects.id)"
+		" OR EXISTS (SELECT 1 FROM dirty_ranges WHERE object = objects.id)"
+		" FROM objects" },
 };
+
+/*
+ * Not part of the table check: an index only speeds up ST_LRU, and an
+ * index file without it (created by an older nfscached) gets it on open.
+ */
+#define INDEX_LRU_SQL \
+	"CREATE INDEX IF NOT EXISTS objects_lru ON objects (volume, last_access, id)"
 
 /* index_load walks ids in unsigned order: the stored ids >= 0, then those < 0. */
 static const int64_t index_load_bounds[2][2] = {
@@ -261,11 +280,18 @@ static int index_check(struct cache_index *ix)
 	version = strtol(buf, NULL, 10);
 	if (version == 0 &&
 	    index_query_text(ix, "SELECT count(*) FROM sqlite_master", buf, sizeof(buf)) == 0 &&
-	    strcmp(buf, "0") == 0)
-		return index_create_schema(ix);
+	    strcmp(buf, "0") == 0) {
+		if (index_create_schema(ix) < 0)
+			return -EIO;
+		version = INDEX_SCHEMA_VERSION;
+	}
 	if (version != INDEX_SCHEMA_VERSION) {
 		log_warning("index: %s: schema version %ld, expected %d", ix->path, version,
 			    INDEX_SCHEMA_VERSION);
+		return -EIO;
+	}
+	if (sqlite3_exec(ix->db, INDEX_LRU_SQL, NULL, NULL, NULL) != SQLITE_OK) {
+		index_log_sqlite(ix, "create index objects_lru");
 		return -EIO;
 	}
 	return 0;
@@ -667,4 +693,60 @@ int index_checkpoint(struct cache_index *ix)
 		return -EIO;
 	}
 	return 0;
+}
+
+int index_lru(struct cache_index *ix, const char *volume, struct index_cursor *cur,
+	      struct index_lru_entry *out, size_t max)
+{
+	sqlite3_stmt *st = ix->st[ST_LRU];
+	size_t n = 0;
+	int rc = SQLITE_DONE;
+
+	sqlite3_bind_text(st, 1, volume, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, cur->last_access_s);
+	sqlite3_bind_int64(st, 3, cur->id);
+	sqlite3_bind_int64(st, 4, (int64_t)max);
+	while (n < max && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const void *fh = sqlite3_column_blob(st, 1);
+		int fh_len = sqlite3_column_bytes(st, 1);
+		struct index_lru_entry *e = &out[n];
+
+		cur->id = sqlite3_column_int64(st, 0);
+		cur->last_access_s = sqlite3_column_int64(st, 2);
+		if (!fh || fh_len < 1 || fh_len > INDEX_FH_MAX)
+			continue;   /* a damaged row: index_load refused it too */
+		e->at = *cur;
+		e->id = u64_from_db(cur->id);
+		e->last_access_s = cur->last_access_s;
+		memcpy(e->fh, fh, (size_t)fh_len);
+		e->fh_len = (uint32_t)fh_len;
+		n++;
+	}
+	if (n < max && rc != SQLITE_DONE) {
+		index_log_sqlite(ix, index_stmts[ST_LRU].name);
+		sqlite3_reset(st);
+		return -EIO;
+	}
+	sqlite3_reset(st);
+	return (int)n;
+}
+
+int index_scan(struct cache_index *ix,
+	       int (*fn)(uint64_t id, const char *volume, int has_ranges, void *ctx), void *ctx)
+{
+	sqlite3_stmt *st = ix->st[ST_SCAN];
+	int rc, ret = 0;
+
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *volume = (const char *)sqlite3_column_text(st, 1);
+		if ((ret = fn(u64_from_db(sqlite3_column_int64(st, 0)), volume ? volume : "",
+			      sqlite3_column_int(st, 2) != 0, ctx)) != 0)
+			break;
+	}
+	if (ret == 0 && rc != SQLITE_DONE) {
+		index_log_sqlite(ix, index_stmts[ST_SCAN].name);
+		ret = -EIO;
+	}
+	sqlite3_reset(st);
+	return ret;
 }

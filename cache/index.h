@@ -90,6 +90,45 @@ uint64_t index_max_id(struct cache_index *ix);
  */
 int index_write(struct cache_index *ix, const struct index_record *recs, size_t n);
 
+/*
+ * Least-recently-used order for culling: (last access, stored id)
+ * ascending.  A cursor is where the previous call stopped; INDEX_CURSOR_START
+ * is before every object.
+ */
+struct index_cursor {
+	int64_t last_access_s;         /* unix seconds */
+	int64_t id;                    /* the stored (signed) id */
+};
+#define INDEX_CURSOR_START { INT64_MIN, INT64_MIN }
+
+struct index_lru_entry {
+	struct index_cursor at;        /* a cursor just past this entry */
+	uint64_t id;
+	int64_t last_access_s;         /* as stored: at most a minute behind the object's */
+	uint8_t fh[INDEX_FH_MAX];
+	uint32_t fh_len;               /* 1..64 */
+};
+
+/*
+ * Up to `max` objects of `volume` after *cur in least-recently-used order
+ * into out[] (the caller's, `max` entries), advancing *cur past them.  Uses
+ * the objects_lru index: cost O(max log n).  Worker thread.  Returns the
+ * number stored (fewer than `max`: the end of the order was reached), or
+ * -EIO after logging.
+ */
+int index_lru(struct cache_index *ix, const char *volume, struct index_cursor *cur,
+	      struct index_lru_entry *out, size_t max);
+
+/*
+ * Call fn(id, volume, has_ranges, ctx) for every stored object of every
+ * volume, in no particular order; has_ranges is 1 when it has valid or
+ * dirty ranges (so its backing file must exist).  A nonzero return from fn
+ * stops the scan and is returned.  Worker thread (start-up reconciliation).
+ * Returns 0, or -EIO after logging.
+ */
+int index_scan(struct cache_index *ix,
+	       int (*fn)(uint64_t id, const char *volume, int has_ranges, void *ctx), void *ctx);
+
 /* Checkpoint the WAL into the database file (worker thread).  0 or -EIO. */
 int index_checkpoint(struct cache_index *ix);
 

@@ -35,6 +35,17 @@ void mark_dirty(struct cache_object *o)
 	}
 }
 
+void commit_delete(uint64_t id)
+{
+	if (C.n_deletes == C.cap_deletes) {
+		C.cap_deletes = C.cap_deletes ? 2 * C.cap_deletes : 256;
+		C.deletes = realloc(C.deletes, C.cap_deletes * sizeof(*C.deletes));
+		if (!C.deletes)
+			abort();
+	}
+	C.deletes[C.n_deletes++] = id;
+}
+
 /* A backing file closed while its ranges wait for the next batch, which
  * must sync their data first: the batch closes it. */
 void commit_sync_fd(int fd)
@@ -76,6 +87,11 @@ static void commit_done(void *arg)
 	C.commit_running = 0;
 	for (size_t i = 0; i < job->n; i++) {
 		struct cache_object *o = job->objs[i];
+		if (job->recs[i].deleted) {
+			if (job->rc != 0)
+				commit_delete(job->recs[i].id);   /* tried again */
+			continue;
+		}
 		if (job->rc != 0) {
 			mark_dirty(o);   /* nothing of it was stored: the next batch tries again */
 			continue;
@@ -96,6 +112,8 @@ static void commit_done(void *arg)
 		C.commit_again = 0;
 		commit_start();
 	}
+	if (!C.commit_running)
+		space_index_free();
 }
 
 /* Snapshot the changed objects and hand them to a worker. */
@@ -104,8 +122,14 @@ void commit_start(void)
 	struct list_node *pos, *tmp;
 	size_t n = 0, nranges = 0;
 
-	if (C.commit_running || list_empty(&C.dirty))
+	if (list_empty(&C.dirty) && C.n_deletes == 0)
 		return;
+	if (C.commit_running) {
+		if (C.commit_running == INDEX_HELD_CULL)
+			C.commit_again = 1;   /* right after the culling job */
+		return;
+	}
+	n = C.n_deletes;
 	list_for_each_safe(pos, tmp, &C.dirty) {
 		struct cache_object *o = list_entry(pos, struct cache_object, dirty_link);
 		n++;
@@ -121,6 +145,14 @@ void commit_start(void)
 	if (!job->recs || !job->fds || !job->ranges)
 		abort();
 	uint64_t *rp = job->ranges;
+	/* removals first: a culled object's (volume, fh) may come back under a
+	 * new id in the same batch */
+	for (size_t i = 0; i < C.n_deletes; i++) {
+		job->recs[job->n].id = C.deletes[i];
+		job->recs[job->n].deleted = 1;
+		job->objs[job->n++] = NULL;
+	}
+	C.n_deletes = 0;
 	if (C.n_sync_fds)
 		memcpy(job->fds, C.sync_fds, C.n_sync_fds * sizeof(*job->fds));
 	job->nfds = C.n_sync_fds;
@@ -138,6 +170,7 @@ void commit_start(void)
 		r->ctime_ns = o->coh.known ? o->coh.ctime_ns : -1;
 		r->fileid = o->coh.fileid;
 		r->last_access_s = o->last_access_s;
+		o->access_recorded_s = o->last_access_s;
 		r->ranges = rp;
 		r->nranges = o->valid.count;
 		extent_set_foreach(&o->valid, collect_range, &rp);
@@ -166,7 +199,7 @@ void commit_start(void)
 		o->index_dirty = 0;
 		list_del(&o->dirty_link);
 	}
-	C.commit_running = 1;
+	C.commit_running = INDEX_HELD_BATCH;
 	worker_submit(C.workers, commit_work, commit_done, job);
 }
 
@@ -178,10 +211,6 @@ static void commit_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	commit_start();
 }
 
-static void remove_tree_work(void *arg)
-{
-	backing_remove_tree(arg);
-}
 
 static void objects_free(void)
 {
@@ -216,7 +245,7 @@ static int load_one(const struct index_record *r, void *ctx)
 		o->coh.fileid = r->fileid;
 	}
 	o->attr_time = 0;   /* revalidated with a GETATTR on first use */
-	o->last_access_s = r->last_access_s;
+	o->last_access_s = o->access_recorded_s = r->last_access_s;
 	for (size_t i = 0; i < r->nranges; i++)
 		extent_set_add(&o->valid, r->ranges[2 * i], r->ranges[2 * i + 1]);
 	if (r->wopen) {
@@ -282,12 +311,12 @@ int cache_init(struct ev_loop *loop, const struct nfsd_config *cfg, const char *
 	}
 	C.volume = strdup(volume);
 	table_grow();
-	char graveyard[4400] = "";
 	if (reset) {
 		log_warning("cache: index in %s was unusable: starting with an empty cache",
 			    cfg->cache_dir);
-		if (backing_retire_all(cfg->cache_dir, graveyard, sizeof(graveyard)) != 0)
-			graveyard[0] = '\0';
+		if ((rc = backing_retire_all(cfg->cache_dir)) != 0)
+			log_error("cache: cannot move the old backing files of %s away: %s",
+				  cfg->cache_dir, strerror(-rc));
 	}
 	if (!reset && index_load(C.index, load_one, NULL) != 0)
 		log_warning("cache: index in %s could not be read fully: using what was read",
@@ -295,15 +324,14 @@ int cache_init(struct ev_loop *loop, const struct nfsd_config *cfg, const char *
 	uint64_t max_id = index_max_id(C.index);
 	if (max_id >= C.next_id)
 		C.next_id = max_id + 1;
+	C.max_id_at_start = C.next_id - 1;
 	C.workers = worker_pool_new(loop, 2);
 	if (!C.workers) {
 		rc = -EAGAIN;
 		goto fail;
 	}
-	if (graveyard[0]) {
-		char *path = strdup(graveyard);
-		worker_submit(C.workers, remove_tree_work, free, path);
-	}
+	space_init();
+	space_reconcile();   /* in the background: the graveyard, orphans */
 	ev_timer_init(&C.commit_timer, commit_timer_cb, COMMIT_INTERVAL_S, COMMIT_INTERVAL_S);
 	ev_timer_start(loop, &C.commit_timer);
 	ev_unref(loop);   /* the batch timer alone does not keep the loop running */
@@ -328,6 +356,7 @@ void cache_finalise(void)
 		return;
 	ev_ref(C.loop);
 	ev_timer_stop(C.loop, &C.commit_timer);
+	space_finalise();
 	/* the last batch: wait for a running one, then write what is left */
 	worker_pool_free(C.workers);
 	C.workers = worker_pool_new(C.loop, 1);
@@ -349,6 +378,7 @@ void cache_finalise(void)
 	for (size_t i = 0; i < C.n_sync_fds; i++)
 		close(C.sync_fds[i]);
 	free(C.sync_fds);
+	free(C.deletes);
 	close(C.lock_fd);
 	memset(&C, 0, sizeof(C));
 }

@@ -31,6 +31,8 @@ static void call_free(struct nfsd_call *call)
 	}
 	if (call->cache_obj)
 		call->cache_obj->changes_in_flight--;
+	if (call->removing)
+		call->removing->busy--;
 	if (call->args_zdr_live)
 		zdr_destroy(&call->args_zdr);
 	free(call->args);

@@ -42,7 +42,7 @@ struct nfsd_call {
 	void (*fixup)(struct nfsd_call *call, void *res);  /* on the upstream result, before encoding */
 	uint64_t seq;                 /* cache_seq() when the call was forwarded */
 	struct cache_object *cache_obj;  /* its changes_in_flight counts this call */
-	struct cache_object *removing;   /* REMOVE of this file's last link */
+	struct cache_object *removing;   /* REMOVE of this file's last link (holds o->busy) */
 };
 
 /*

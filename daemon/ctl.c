@@ -17,6 +17,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "cache/cache.h"
 #include "daemon/conn.h"
 #include "daemon/ctl.h"
 #include "daemon/ctl_exports.h"
@@ -74,10 +75,18 @@ static int ctl_handle_status(int argc, char **argv, FILE *out)
 	fprintf(out, "connections %u\n", conn_count());
 	fprintf(out, "calls_in_flight %llu\n", (unsigned long long)stats.calls_in_flight);
 	fprintf(out, "state %s\n", nfsd.stopping ? "stopping" : "serving");
-	fprintf(out, "cache %s\n", nfsd.cache_on ? "caching" : "off");
+	struct cache_space sp;
+	cache_space(&sp);
+	fprintf(out, "cache %s\n", nfsd.cache_on ? cache_space_state_name(sp.state) : "off");
 	fprintf(out, "cache_dir %s\n", nfsd.cfg.cache_dir);
 	fprintf(out, "cache_objects %llu\n", (unsigned long long)stats.cache_objects);
 	fprintf(out, "cache_bytes %llu\n", (unsigned long long)stats.cache_bytes);
+	if (nfsd.cache_on) {
+		fprintf(out, "cache_fs_bytes %llu\n", (unsigned long long)sp.blocks_total);
+		fprintf(out, "cache_fs_bytes_free %llu\n", (unsigned long long)sp.blocks_avail);
+		fprintf(out, "cache_fs_files %llu\n", (unsigned long long)sp.files_total);
+		fprintf(out, "cache_fs_files_free %llu\n", (unsigned long long)sp.files_avail);
+	}
 	return 0;
 }
 
@@ -127,12 +136,49 @@ static void ctl_start_flush(struct ctl_client *c, int argc, char **argv)
 		ctl_flush_done(c, 0);   /* nothing dirty */
 }
 
+static void ctl_cull_done(void *arg, const struct cache_space *sp)
+{
+	struct ctl_client *c = arg;
+	char *r = NULL;
+	int n = asprintf(&r, "ok\nculled_objects %llu\nculled_bytes %llu\ncache %s\n%s",
+			 (unsigned long long)sp->run_objects, (unsigned long long)sp->run_bytes,
+			 cache_space_state_name(sp->state),
+			 sp->starved ? "note nothing more can be culled now: every other object "
+				       "holds dirty data or is in use\n" : "");
+
+	if (n < 0)
+		abort();
+	log_info("ctl: cull: %llu objects, %llu bytes", (unsigned long long)sp->run_objects,
+		 (unsigned long long)sp->run_bytes);
+	ctl_send(c, r, (size_t)n);
+}
+
+/* cull: a culling run now, answered when it ends (cache_cull_now). */
+static void ctl_start_cull(struct ctl_client *c, int argc, char **argv)
+{
+	(void)argv;
+	if (argc != 1) {
+		ctl_reply_error(c, "usage: cull");
+		return;
+	}
+	if (!nfsd.cache_on) {
+		ctl_reply_error(c, "the cache is off: nothing to cull");
+		return;
+	}
+	if (cache_cull_now(ctl_cull_done, c) == 0) {
+		struct cache_space sp;
+		cache_space(&sp);
+		ctl_cull_done(c, &sp);   /* above brun/frun: nothing to do */
+	}
+}
+
 static const struct ctl_cmd ctl_cmds[] = {
 	{ "status", NULL, 0, ctl_handle_status, NULL },
 	{ "stats", "reset", 1, ctl_handle_stats_reset, NULL },
 	{ "stats", NULL, 0, NULL, ctl_start_stats },
 	{ "flush", NULL, 1, NULL, ctl_start_flush },
 	{ "invalidate", NULL, 1, NULL, ctl_start_invalidate },
+	{ "cull", NULL, 1, NULL, ctl_start_cull },
 };
 
 static void ctl_client_free(struct ctl_client *c)
@@ -232,7 +278,7 @@ static void ctl_run(struct ctl_client *c)
 	if (argc == 0)
 		fprintf(out, "empty command");
 	else if (!cmd)
-		fprintf(out, "unknown command \"%s\" (status, stats, flush, invalidate)", argv[0]);
+		fprintf(out, "unknown command \"%s\" (status, stats, flush, invalidate, cull)", argv[0]);
 	else if (cmd->mutating && !ctl_permitted(c))
 		fprintf(out, "permission denied: \"%s%s%s\" needs root, the daemon's user or the socket's group",
 			argv[0], cmd->sub ? " " : "", cmd->sub ? cmd->sub : "");

@@ -254,6 +254,8 @@ static void sig_hup_cb(struct ev_loop *loop, ev_signal *w, int revents)
 			abort();
 		config_reload(&nfsd.cfg, &fresh, nf);
 		fclose(nf);
+		if (nfsd.cache_on)
+			cache_space_check();   /* thresholds and max_size may have changed */
 		log_set_level(nfsd.cfg.log_level);
 		for (char *l = strtok_r(notes, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
 			log_info("main: reload: %s", l);

@@ -253,6 +253,8 @@ static void readahead(struct cache_object *o, uint64_t from, const struct rpc_cr
 	uint64_t limit = from + cache_config()->cache_readahead;
 	uint64_t pg = cache_config()->cache_page_size;
 
+	if (!cache_storing())
+		return;   /* nothing fetched ahead could be kept */
 	if (o->coh.known && limit > (cache_size(o) + pg - 1) / pg * pg)
 		limit = (cache_size(o) + pg - 1) / pg * pg;
 	if (o->readahead_end < from)

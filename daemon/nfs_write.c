@@ -532,8 +532,10 @@ static void remove_lookup_done(void *priv, enum upstream_status st, void *res)
 		LOOKUP3resok *ok = &r->LOOKUP3res_u.resok;
 		struct cache_object *o = nfsd_cache_object(&ok->object);
 		if (o && cache_has_dirty(o) && ok->obj_attributes.attributes_follow &&
-		    ok->obj_attributes.post_op_attr_u.attributes.nlink <= 1)
+		    ok->obj_attributes.post_op_attr_u.attributes.nlink <= 1) {
 			call->removing = o;
+			o->busy++;   /* held until the call is freed (call.c) */
+		}
 	}
 	op_free(op);
 	nfsd_forward_with(call, remove_fixup);

@@ -34,6 +34,8 @@
 	X(cache_write_bytes, "cache.write.bytes", "bytes of WRITEs accepted into the cache (written locally or through)") \
 	X(cache_writeback_bytes, "cache.writeback.bytes", "dirty bytes written back to the upstream") \
 	X(cache_writeback_errors, "cache.writeback.errors", "write-backs that failed for good (reported on the next COMMIT)") \
+	X(cache_culled_objects, "cache.culled.objects", "objects culled to make room (least recently used first)") \
+	X(cache_culled_bytes, "cache.culled.bytes", "valid bytes of the objects culled") \
 	X(cache_nospace, "cache.nospace", "ENOSPC/EDQUOT from backing file writes") \
 	X(backing_write_calls, "backing.write.calls", "pwrite calls on backing files") \
 	X(backing_write_bytes, "backing.write.bytes", "bytes written to backing files") \

@@ -32,8 +32,9 @@ is "$(ctl status | awk '$1 == "cache" { print $2 }')" caching "the cache is on"
 is "$(ctl status | awk '$1 == "cache_objects" { print $2 }')" 0 "and empty"
 grep -q "cache: index in .* was unusable: starting with an empty cache" "$T_TMP/nfscached.log"
 ok $? "the log says the index was reset"
-for _ in $(seq 50); do [ -z "$(ls -d "$T_TMP"/cache/graveyard.* 2>/dev/null)" ] && break; sleep 0.1; done
-is "$(ls -d "$T_TMP"/cache/graveyard.* 2>/dev/null)" "" "the old backing files are removed"
+for _ in $(seq 50); do [ -z "$(ls -A "$T_TMP"/cache/graveyard 2>/dev/null)" ] && break; sleep 0.1; done
+is "$(ls -A "$T_TMP"/cache/graveyard 2>/dev/null)" "" "the old backing files are removed"
+is "$(find "$T_TMP/cache/objects" -type f | wc -l)" 0 "none is left among the objects"
 reads=$(stat_value upstream.calls.READ)
 is "$(nfs_cat "$(proxy_url f)" | md5sum | cut -d' ' -f1)" "$SUM" "the read is right"
 num_ok "$(( $(stat_value upstream.calls.READ) - reads ))" -ge 1 "and came from the upstream"

@@ -1,0 +1,691 @@
+/*
+ * cull.c — space management (DESIGN.md "Space management"), after
+ * cachefilesd(8): the cache file system's free blocks and files, and
+ * cache.bytes under cache.max_size, against brun/bcull/bstop and
+ * frun/fcull/fstop; culling of least-recently-used objects in bounded steps;
+ * the start-up reconciliation of the index with the backing files.
+ *
+ * A culling step is two worker jobs and two short loop callbacks: the index
+ * gives up to CULL_STEP_MAX candidates in least-recently-used order (a
+ * cursor walks the order, so objects that cannot go are passed over, not
+ * asked for again); on the loop each candidate still cullable is taken out
+ * of the table at once (new calls for its file start a new object) and its
+ * rows are queued for removal by the next batch; then a worker renames the
+ * victims' backing files into the graveyard and unlinks them there.  After
+ * each step the free space is measured again and the next step starts on
+ * the next loop iteration while still below brun/frun.  Nothing here waits
+ * on the disk on the loop thread but statvfs.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "cache/backing.h"
+#include "cache/cache.h"
+#include "cache/cache_int.h"
+#include "cache/index.h"
+#include "cache/worker.h"
+#include "daemon/log.h"
+#include "daemon/stats.h"
+
+#define SPACE_CHECK_S 1.0                  /* statvfs at least this often */
+#define SPACE_CHECK_BYTES (4u << 20)       /* and after this many bytes stored */
+#define CULL_STEP_MAX 256                  /* candidates (and victims) per step */
+#define CULL_STARVED_RETRY_S 1.0           /* a pass found nothing: try again after, */
+#define CULL_STARVED_RETRY_MAX_S 30.0      /* doubling up to this */
+#define CULL_KICK_MIN (1u << 20)           /* ENOSPC: cull at least this much */
+#define PAGE_ROUND(n) (((n) + 4095) & ~(uint64_t)4095)
+
+struct cull_waiter {
+	struct cull_waiter *next;
+	void (*done)(void *arg, const struct cache_space *space);
+	void *arg;
+};
+
+static struct {
+	ev_timer timer;                 /* SPACE_CHECK_S */
+	ev_timer next_step;             /* 0 s: the next step on the next loop iteration */
+	int measured;
+	uint64_t btotal, bavail;        /* bytes */
+	uint64_t ftotal, favail;        /* inodes */
+	uint64_t stored_since;          /* bytes allowed by space_may_store since the statvfs */
+	int stopped;                    /* below bstop/fstop (or max_size's bstop) */
+	int culling;                    /* a run is on */
+	uint64_t kick_left;             /* ENOSPC: bytes still to cull past the thresholds */
+	int step;                       /* a step (or the reconciliation) is running */
+	int want_index;                 /* waiting for a batch to end */
+	int reconcile;                  /* the reconciliation is still to run */
+	struct index_cursor cur;
+	uint64_t pass_culled;           /* culled since the cursor last started over */
+	int starved;
+	ev_tstamp starved_until, starved_backoff;
+	int starved_logged;
+	uint64_t run_objects, run_bytes;
+	struct cull_waiter *waiters;
+	int logged_statvfs;
+} S;
+
+static uint64_t pct_of(uint64_t total, uint64_t pct)
+{
+	return total / 100 * pct + total % 100 * pct / 100;
+}
+
+static int below(uint64_t avail, uint64_t total, uint64_t pct)
+{
+	return total > 0 && avail < pct_of(total, pct);
+}
+
+static unsigned pct(uint64_t avail, uint64_t total)
+{
+	return total ? (unsigned)(avail * 100.0 / (double)total) : 100;
+}
+
+/* What the file system has free now, by our estimate since the statvfs. */
+static uint64_t bavail_now(void)
+{
+	return S.bavail > S.stored_since ? S.bavail - S.stored_since : 0;
+}
+
+static uint64_t max_avail(void)
+{
+	uint64_t m = C.cfg->cache_max_size;
+
+	return m > stats.cache_bytes ? m - stats.cache_bytes : 0;
+}
+
+static void measure(void)
+{
+	struct statvfs v;
+
+	if (statvfs(C.cfg->cache_dir, &v) != 0) {
+		if (!S.logged_statvfs++)
+			log_error("cull: statvfs %s: %s: free space not watched", C.cfg->cache_dir,
+				  strerror(errno));
+		return;
+	}
+	uint64_t fr = v.f_frsize ? v.f_frsize : v.f_bsize;
+	S.btotal = (uint64_t)v.f_blocks * fr;
+	S.bavail = (uint64_t)v.f_bavail * fr;
+	S.ftotal = v.f_files;
+	S.favail = v.f_favail;
+	S.stored_since = 0;
+	S.measured = 1;
+}
+
+/* Bytes and files to free for the run to end (0, 0: above brun/frun). */
+static void deficit(uint64_t *bytes, uint64_t *files)
+{
+	const struct nfsd_config *cfg = C.cfg;
+	uint64_t b = 0, f = 0;
+
+	if (S.measured) {
+		uint64_t want = pct_of(S.btotal, cfg->cache_brun), have = bavail_now();
+		if (have < want)
+			b = want - have;
+		want = pct_of(S.ftotal, cfg->cache_frun);
+		if (S.ftotal && S.favail < want)
+			f = want - S.favail;
+	}
+	if (cfg->cache_max_size) {
+		uint64_t want = pct_of(cfg->cache_max_size, cfg->cache_brun), have = max_avail();
+		if (have < want && want - have > b)
+			b = want - have;
+	}
+	if (S.kick_left > b)
+		b = S.kick_left;
+	*bytes = b;
+	*files = f;
+}
+
+static void answer_waiters(void)
+{
+	struct cache_space sp;
+
+	cache_space(&sp);
+	while (S.waiters) {
+		struct cull_waiter *w = S.waiters;
+		S.waiters = w->next;
+		w->done(w->arg, &sp);
+		free(w);
+	}
+}
+
+static void step_start(void);
+
+static void run_end(void)
+{
+	log_debug("cull: run ended: %llu objects, %llu bytes culled; free blocks %u%%, files %u%%%s",
+		 (unsigned long long)S.run_objects, (unsigned long long)S.run_bytes,
+		 pct(bavail_now(), S.btotal), pct(S.favail, S.ftotal),
+		 S.starved ? " (nothing more could be culled)" : "");
+	S.culling = 0;
+	S.kick_left = 0;
+	answer_waiters();
+}
+
+static void run_start(const char *why)
+{
+	if (S.culling)
+		return;
+	S.culling = 1;
+	S.run_objects = S.run_bytes = 0;
+	log_debug("cull: run started: %s; free blocks %u%%, files %u%%, cache.bytes %llu", why,
+		 pct(bavail_now(), S.btotal), pct(S.favail, S.ftotal),
+		 (unsigned long long)stats.cache_bytes);
+}
+
+/* The thresholds against the last measurement: the state, runs started and ended. */
+static void evaluate(void)
+{
+	const struct nfsd_config *cfg = C.cfg;
+	uint64_t b = bavail_now(), m = max_avail(), ms = cfg->cache_max_size;
+	uint64_t need_b, need_f;
+	int stop = (S.measured && (below(b, S.btotal, cfg->cache_bstop) ||
+				   below(S.favail, S.ftotal, cfg->cache_fstop))) ||
+		   (ms && below(m, ms, cfg->cache_bstop));
+	int due = (S.measured && (below(b, S.btotal, cfg->cache_bcull) ||
+				  below(S.favail, S.ftotal, cfg->cache_fcull))) ||
+		  (ms && below(m, ms, cfg->cache_bcull));
+
+	if (stop != S.stopped)
+		log_info("cull: %s: free blocks %u%%, files %u%%, cache.bytes %llu",
+			 stop ? "no new data cached (below bstop/fstop)" : "caching again",
+			 pct(b, S.btotal), pct(S.favail, S.ftotal),
+			 (unsigned long long)stats.cache_bytes);
+	S.stopped = stop;
+	if (due)
+		run_start("below bcull/fcull");
+	deficit(&need_b, &need_f);
+	if (S.culling && need_b == 0 && need_f == 0 && !S.step)
+		run_end();
+	else if (S.culling)
+		step_start();
+}
+
+/* ---- a culling step --------------------------------------------------- */
+
+struct lru_job {
+	struct index_cursor cur;
+	int n;                                  /* entries, or -EIO */
+	struct index_lru_entry e[CULL_STEP_MAX];
+};
+
+struct bury_job {
+	size_t n;
+	uint64_t ids[CULL_STEP_MAX];
+};
+
+static void release_index(void)
+{
+	C.commit_running = 0;
+	if (C.commit_again) {
+		C.commit_again = 0;
+		commit_start();
+	}
+}
+
+static void lru_work(void *arg)
+{
+	struct lru_job *j = arg;
+
+	j->n = index_lru(C.index, C.volume, &j->cur, j->e, CULL_STEP_MAX);
+}
+
+static void bury_work(void *arg)
+{
+	struct bury_job *j = arg;
+
+	/* renamed first: a crash leaves them in the graveyard, emptied at start */
+	for (size_t i = 0; i < j->n; i++)
+		if (backing_bury(j->ids[i]) != 0)
+			j->ids[i] = 0;   /* no file */
+	for (size_t i = 0; i < j->n; i++)
+		if (j->ids[i])
+			backing_unlink_buried(j->ids[i]);
+}
+
+static void step_next(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop;
+	(void)w;
+	(void)revents;
+	measure();
+	evaluate();
+}
+
+static void step_end(void)
+{
+	S.step = 0;
+	ev_timer_stop(C.loop, &S.next_step);
+	ev_timer_set(&S.next_step, 0., 0.);
+	ev_timer_start(C.loop, &S.next_step);   /* the next loop iteration */
+}
+
+static void bury_done(void *arg)
+{
+	free(arg);
+	step_end();
+}
+
+/* Nothing could be culled (or the index failed): the next try waits, longer
+ * each time in a row, and the run ends (the timer starts another while
+ * still below bcull/fcull). */
+static void starve(void)
+{
+	S.starved = 1;
+	S.starved_backoff = S.starved_backoff ? S.starved_backoff * 2 : CULL_STARVED_RETRY_S;
+	if (S.starved_backoff > CULL_STARVED_RETRY_MAX_S)
+		S.starved_backoff = CULL_STARVED_RETRY_MAX_S;
+	S.starved_until = ev_now(C.loop) + S.starved_backoff;
+	if (!S.starved_logged++)
+		log_warning("cull: nothing left to cull: %zu objects, all dirty or in use", C.count);
+	S.step = 0;
+	run_end();
+}
+
+static int sum_pages(uint64_t start, uint64_t end, void *ctx)
+{
+	*(uint64_t *)ctx += PAGE_ROUND(end - start);
+	return 0;
+}
+
+static void lru_done(void *arg)
+{
+	struct lru_job *j = arg;
+	struct bury_job *b = calloc(1, sizeof(*b));
+	uint64_t need_b, need_f, freed_b = 0, freed_f = 0;
+	int i;
+
+	if (!b)
+		abort();
+	if (j->n < 0) {
+		release_index();
+		free(j);
+		free(b);
+		starve();
+		return;
+	}
+	deficit(&need_b, &need_f);
+	for (i = 0; i < j->n; i++) {
+		const struct index_lru_entry *e = &j->e[i];
+		if (freed_b >= need_b && freed_f >= need_f)
+			break;
+		S.cur = e->at;
+		struct cache_object *o = cache_find(e->fh, e->fh_len);
+		if (!o || o->id != e->id || !object_cullable(o))
+			continue;   /* gone already, or in use: passed over this time */
+		if (o->access_recorded_s != e->last_access_s)
+			continue;   /* used since: its place in the order is on its way */
+		uint64_t disk = 0;
+		extent_set_foreach(&o->valid, sum_pages, &disk);
+		freed_b += disk;
+		freed_f += o->valid.count || o->fd >= 0 || o->checked;   /* it has a file */
+		S.run_objects++;
+		S.run_bytes += o->valid.bytes;
+		stats.cache_culled_objects++;
+		stats.cache_culled_bytes += o->valid.bytes;
+		if (S.kick_left)
+			S.kick_left = S.kick_left > disk ? S.kick_left - disk : 0;
+		b->ids[b->n++] = o->id;
+		commit_delete(o->id);
+		object_remove(o);
+	}
+	/* objects are only removed while the index is ours: no batch holds them */
+	release_index();
+	S.pass_culled += b->n;
+	int starved = 0;
+	if (i == j->n && j->n < CULL_STEP_MAX) {
+		/* the end of the order: the next step starts over */
+		starved = S.pass_culled == 0 && (freed_b < need_b || freed_f < need_f);
+		S.cur = (struct index_cursor)INDEX_CURSOR_START;
+		S.pass_culled = 0;
+	}
+	free(j);
+	if (b->n) {
+		S.starved = 0;
+		S.starved_backoff = 0;
+		S.starved_logged = 0;
+		log_debug("cull: step: %zu objects", b->n);
+		commit_start();   /* their rows go now */
+		worker_submit(C.workers, bury_work, bury_done, b);
+		return;
+	}
+	free(b);
+	if (starved)
+		starve();
+	else
+		step_end();
+}
+
+/* ---- start-up reconciliation ----------------------------------------- */
+
+struct row {
+	uint64_t id;
+	int ours;          /* this volume's */
+	int has_ranges;
+	int seen;          /* its backing file exists */
+};
+
+struct reconcile_job {
+	struct row *rows;
+	size_t n, cap;
+	uint64_t max_id;
+	size_t purged, orphan_files, other_files;
+	uint64_t *orphan_rows;     /* ours, with ranges, without a file */
+	size_t n_orphan_rows;
+	int rc;
+};
+
+static int scan_row(uint64_t id, const char *volume, int has_ranges, void *ctx)
+{
+	struct reconcile_job *j = ctx;
+
+	if (j->n == j->cap) {
+		j->cap = j->cap ? 2 * j->cap : 1024;
+		j->rows = realloc(j->rows, j->cap * sizeof(*j->rows));
+		if (!j->rows)
+			abort();
+	}
+	j->rows[j->n++] = (struct row){ id, strcmp(volume, C.volume) == 0, has_ranges, 0 };
+	return 0;
+}
+
+static int row_cmp(const void *a, const void *b)
+{
+	uint64_t x = ((const struct row *)a)->id, y = ((const struct row *)b)->id;
+
+	return x < y ? -1 : x > y;
+}
+
+static int reconcile_file(uint64_t id, const char *path, void *ctx)
+{
+	struct reconcile_job *j = ctx;
+	struct row key = { .id = id };
+
+	if (id == 0) {
+		j->other_files++;   /* not ours: left alone */
+		return 0;
+	}
+	if (id > j->max_id)
+		return 0;   /* created since the start */
+	struct row *r = j->n ? bsearch(&key, j->rows, j->n, sizeof(*j->rows), row_cmp) : NULL;
+	if (r) {
+		r->seen = 1;
+		return 0;
+	}
+	if (unlink(path) == 0)
+		j->orphan_files++;
+	return 0;
+}
+
+static void reconcile_work(void *arg)
+{
+	struct reconcile_job *j = arg;
+
+	j->purged = backing_purge_graveyard();
+	j->rc = index_scan(C.index, scan_row, j);
+	if (j->rc != 0)
+		return;
+	if (j->n)
+		qsort(j->rows, j->n, sizeof(*j->rows), row_cmp);
+	backing_foreach(reconcile_file, j);
+	for (size_t i = 0; i < j->n; i++) {
+		struct row *r = &j->rows[i];
+		if (r->ours && r->has_ranges && !r->seen && r->id <= j->max_id) {
+			if (!j->orphan_rows) {
+				j->orphan_rows = calloc(j->n, sizeof(*j->orphan_rows));
+				if (!j->orphan_rows)
+					abort();
+			}
+			j->orphan_rows[j->n_orphan_rows++] = r->id;
+		}
+	}
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+struct orphan_ctx {
+	const uint64_t *ids;
+	size_t n;
+	struct cache_object **found;
+	size_t n_found;
+};
+
+static void find_orphan(struct cache_object *o, void *arg)
+{
+	struct orphan_ctx *oc = arg;
+
+	if (bsearch(&o->id, oc->ids, oc->n, sizeof(*oc->ids), u64_cmp))
+		oc->found[oc->n_found++] = o;
+}
+
+static void reconcile_done(void *arg)
+{
+	struct reconcile_job *j = arg;
+	size_t removed = 0;
+
+	/* objects are only removed while the index is ours: no batch holds them */
+	if (j->n_orphan_rows) {
+		struct orphan_ctx oc = { j->orphan_rows, j->n_orphan_rows, NULL, 0 };
+		oc.found = calloc(j->n_orphan_rows, sizeof(*oc.found));
+		if (!oc.found)
+			abort();
+		cache_foreach(find_orphan, &oc);
+		for (size_t i = 0; i < oc.n_found; i++) {
+			struct cache_object *o = oc.found[i];
+			if (o->fd >= 0 || o->checked)
+				continue;   /* opened since: its file exists now */
+			if (cache_has_dirty(o) && !o->wb && !o->busy) {
+				uint64_t n = cache_dirty_drop(o, 0, UINT64_MAX);
+				log_error("cache: object %llu: its backing file is missing: %llu dirty "
+					  "bytes lost", (unsigned long long)o->id,
+					  (unsigned long long)n);
+			}
+			if (!object_cullable(o))
+				continue;
+			commit_delete(o->id);
+			object_remove(o);
+			removed++;
+		}
+		free(oc.found);
+	}
+	release_index();
+	commit_start();
+	if (j->rc == 0)
+		log_info("cache: reconciled with %s: %zu orphan backing files and %zu index rows "
+			 "without a file removed, %zu graveyard entries deleted%s",
+			 C.cfg->cache_dir, j->orphan_files, removed, j->purged,
+			 j->other_files ? " (files not named as objects left alone)" : "");
+	free(j->rows);
+	free(j->orphan_rows);
+	free(j);
+	S.step = 0;
+	evaluate();
+}
+
+/* ---- the index, shared with the batches ------------------------------- */
+
+static void step_start(void)
+{
+	if (S.step || !C.workers)
+		return;
+	if (!S.reconcile && (!S.culling || (S.starved && ev_now(C.loop) < S.starved_until)))
+		return;
+	if (C.commit_running) {
+		S.want_index = 1;   /* space_index_free() calls again */
+		return;
+	}
+	S.want_index = 0;
+	S.step = 1;
+	C.commit_running = INDEX_HELD_CULL;
+	if (S.reconcile) {
+		struct reconcile_job *j = calloc(1, sizeof(*j));
+		if (!j)
+			abort();
+		S.reconcile = 0;
+		j->max_id = C.max_id_at_start;
+		worker_submit(C.workers, reconcile_work, reconcile_done, j);
+		return;
+	}
+	struct lru_job *j = calloc(1, sizeof(*j));
+	if (!j)
+		abort();
+	j->cur = S.cur;
+	worker_submit(C.workers, lru_work, lru_done, j);
+}
+
+void space_index_free(void)
+{
+	if (S.want_index)
+		step_start();
+}
+
+/* ---- the interface ----------------------------------------------------- */
+
+static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop;
+	(void)w;
+	(void)revents;
+	measure();
+	evaluate();
+}
+
+void space_init(void)
+{
+	memset(&S, 0, sizeof(S));
+	S.cur = (struct index_cursor)INDEX_CURSOR_START;
+	ev_timer_init(&S.timer, timer_cb, SPACE_CHECK_S, SPACE_CHECK_S);
+	ev_timer_start(C.loop, &S.timer);
+	ev_unref(C.loop);   /* the timer alone does not keep the loop running */
+	ev_timer_init(&S.next_step, step_next, 0., 0.);
+	measure();
+	evaluate();
+}
+
+void space_finalise(void)
+{
+	ev_ref(C.loop);
+	ev_timer_stop(C.loop, &S.timer);
+	ev_timer_stop(C.loop, &S.next_step);
+	while (S.waiters) {
+		struct cull_waiter *w = S.waiters;
+		S.waiters = w->next;
+		free(w);
+	}
+}
+
+void space_reconcile(void)
+{
+	S.reconcile = 1;
+	step_start();
+}
+
+int space_may_store(uint64_t len)
+{
+	if (!C.cfg)
+		return 1;
+	uint64_t ms = C.cfg->cache_max_size;
+	if (ms) {
+		evaluate();   /* cache.bytes against max_size: no syscall */
+		if (stats.cache_bytes + len > ms - pct_of(ms, C.cfg->cache_bstop))
+			return 0;
+	}
+	if (S.stopped)
+		return 0;
+	if (S.measured && bavail_now() < pct_of(S.btotal, C.cfg->cache_bstop) + len) {
+		/* close to bstop: the estimate is not enough */
+		measure();
+		evaluate();
+		if (S.stopped || bavail_now() < pct_of(S.btotal, C.cfg->cache_bstop) + len)
+			return 0;
+	}
+	S.stored_since += len;
+	if (S.stored_since >= SPACE_CHECK_BYTES) {
+		measure();
+		evaluate();
+	}
+	return 1;
+}
+
+int cache_storing(void)
+{
+	return !C.cfg || !S.stopped;
+}
+
+void space_nospace(void)
+{
+	measure();
+	uint64_t kick = pct_of(S.btotal, 1);
+	S.kick_left = kick > CULL_KICK_MIN ? kick : CULL_KICK_MIN;
+	run_start("ENOSPC/EDQUOT from a backing write");
+	evaluate();
+}
+
+void cache_space(struct cache_space *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!C.cfg)
+		return;
+	out->state = S.stopped ? CACHE_STOPPED : S.culling ? CACHE_CULLING : CACHE_CACHING;
+	out->blocks_total = S.btotal;
+	out->blocks_avail = bavail_now();
+	out->files_total = S.ftotal;
+	out->files_avail = S.favail;
+	out->run_objects = S.run_objects;
+	out->run_bytes = S.run_bytes;
+	out->starved = S.starved;
+}
+
+const char *cache_space_state_name(enum cache_space_state s)
+{
+	switch (s) {
+	case CACHE_CULLING:
+		return "culling";
+	case CACHE_STOPPED:
+		return "stopped";
+	default:
+		return "caching";
+	}
+}
+
+void cache_space_check(void)
+{
+	if (!C.cfg)
+		return;
+	measure();
+	evaluate();
+}
+
+int cache_cull_now(void (*done)(void *arg, const struct cache_space *space), void *arg)
+{
+	uint64_t need_b, need_f;
+
+	if (!C.cfg)
+		return 0;
+	measure();
+	deficit(&need_b, &need_f);
+	if (!S.culling && need_b == 0 && need_f == 0)
+		return 0;
+	struct cull_waiter *w = calloc(1, sizeof(*w));
+	if (!w)
+		abort();
+	w->done = done;
+	w->arg = arg;
+	w->next = S.waiters;
+	S.waiters = w;
+	S.starved = 0;   /* asked for: try now */
+	S.starved_backoff = 0;
+	run_start("nfscachectl cull");
+	evaluate();
+	return 1;
+}
