@@ -27,7 +27,8 @@ static void usage(FILE *out)
 		"  stats reset                   zero the counters (not the gauges)\n"
 		"  flush                         write back all dirty data; returns when done\n"
 		"  invalidate EXPORT/PATH|--all  drop cached clean data (dirty data written back first)\n"
-		"stats reset, flush and invalidate need root, the daemon's user or the socket's group\n"
+		"  cull                          cull least-recently-used objects until above brun/frun\n"
+		"stats reset, flush, invalidate and cull need root, the daemon's user or the socket's group\n"
 		"default socket: %s\n", DEFAULT_SOCKET);
 }
 
