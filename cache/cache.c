@@ -482,6 +482,7 @@ int cache_store(struct cache_object *o, uint64_t offset, const void *data, uint3
 	struct store_ctx sc = { o, fd, data, offset };
 	int rc = foreach_clean_part(o, offset, offset + len, store_part, &sc);
 	mark_dirty(o);
+	space_stored();
 	return rc;
 }
 

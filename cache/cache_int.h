@@ -83,6 +83,8 @@ void space_finalise(void);
 /* May `len` more bytes be stored?  1 yes; 0 no (stopped, or no room left
  * under max_size): the caller answers without storing. */
 int space_may_store(uint64_t len);
+/* Bytes were stored: cache.bytes against max_size. */
+void space_stored(void);
 /* A backing write failed with ENOSPC/EDQUOT: cull now. */
 void space_nospace(void);
 /* A batch ended: a culling step waiting for the index may go. */

@@ -216,8 +216,24 @@ struct lru_job {
 
 struct bury_job {
 	size_t n;
-	uint64_t ids[CULL_STEP_MAX];
+	uint64_t *ids;
+	int step;                               /* a culling step's (else reconciliation's) */
 };
+
+static struct bury_job *bury_job_new(size_t cap)
+{
+	struct bury_job *b = calloc(1, sizeof(*b));
+
+	if (!b || !(b->ids = calloc(cap ? cap : 1, sizeof(*b->ids))))
+		abort();
+	return b;
+}
+
+static void bury_job_free(struct bury_job *b)
+{
+	free(b->ids);
+	free(b);
+}
 
 static void release_index(void)
 {
@@ -267,8 +283,12 @@ static void step_end(void)
 
 static void bury_done(void *arg)
 {
-	free(arg);
-	step_end();
+	struct bury_job *b = arg;
+	int step = b->step;
+
+	bury_job_free(b);
+	if (step)
+		step_end();
 }
 
 /* Nothing could be culled (or the index failed): the next try waits, longer
@@ -296,16 +316,15 @@ static int sum_pages(uint64_t start, uint64_t end, void *ctx)
 static void lru_done(void *arg)
 {
 	struct lru_job *j = arg;
-	struct bury_job *b = calloc(1, sizeof(*b));
+	struct bury_job *b = bury_job_new(CULL_STEP_MAX);
 	uint64_t need_b, need_f, freed_b = 0, freed_f = 0;
 	int i;
 
-	if (!b)
-		abort();
+	b->step = 1;
 	if (j->n < 0) {
 		release_index();
 		free(j);
-		free(b);
+		bury_job_free(b);
 		starve();
 		return;
 	}
@@ -354,7 +373,7 @@ static void lru_done(void *arg)
 		worker_submit(C.workers, bury_work, bury_done, b);
 		return;
 	}
-	free(b);
+	bury_job_free(b);
 	if (starved)
 		starve();
 	else
@@ -377,6 +396,8 @@ struct reconcile_job {
 	size_t purged, orphan_files, other_files;
 	uint64_t *orphan_rows;     /* ours, with ranges, without a file */
 	size_t n_orphan_rows;
+	uint64_t *late;            /* files of ids above max_id: new objects' or orphans */
+	size_t n_late, cap_late;
 	int rc;
 };
 
@@ -410,8 +431,18 @@ static int reconcile_file(uint64_t id, const char *path, void *ctx)
 		j->other_files++;   /* not ours: left alone */
 		return 0;
 	}
-	if (id > j->max_id)
-		return 0;   /* created since the start */
+	if (id > j->max_id) {
+		/* an object created since the start, or a crash's orphan written
+		 * before its first batch: the loop tells them apart */
+		if (j->n_late == j->cap_late) {
+			j->cap_late = j->cap_late ? 2 * j->cap_late : 64;
+			j->late = realloc(j->late, j->cap_late * sizeof(*j->late));
+			if (!j->late)
+				abort();
+		}
+		j->late[j->n_late++] = id;
+		return 0;
+	}
 	struct row *r = j->n ? bsearch(&key, j->rows, j->n, sizeof(*j->rows), row_cmp) : NULL;
 	if (r) {
 		r->seen = 1;
@@ -460,6 +491,61 @@ struct orphan_ctx {
 	size_t n_found;
 };
 
+struct live_ctx {
+	uint64_t above;
+	uint64_t *ids;
+	size_t n, cap;
+};
+
+static void collect_live(struct cache_object *o, void *arg)
+{
+	struct live_ctx *lc = arg;
+
+	if (o->id <= lc->above)
+		return;
+	if (lc->n == lc->cap) {
+		lc->cap = lc->cap ? 2 * lc->cap : 64;
+		lc->ids = realloc(lc->ids, lc->cap * sizeof(*lc->ids));
+		if (!lc->ids)
+			abort();
+	}
+	lc->ids[lc->n++] = o->id;
+}
+
+/* Backing files of ids above the index's largest at start that no object
+ * has: files written before a crash, whose rows never reached the index.
+ * No object takes those ids afterwards; a worker deletes the files. */
+static size_t bury_late(struct reconcile_job *j)
+{
+	struct live_ctx lc = { C.max_id_at_start, NULL, 0, 0 };
+	struct bury_job *b;
+	uint64_t top = 0;
+
+	if (!j->n_late)
+		return 0;
+	cache_foreach(collect_live, &lc);
+	if (lc.n)
+		qsort(lc.ids, lc.n, sizeof(*lc.ids), u64_cmp);
+	b = bury_job_new(j->n_late);
+	for (size_t i = 0; i < j->n_late; i++) {
+		uint64_t id = j->late[i];
+		if (lc.n && bsearch(&id, lc.ids, lc.n, sizeof(*lc.ids), u64_cmp))
+			continue;   /* an object's since the start */
+		b->ids[b->n++] = id;
+		if (id > top)
+			top = id;
+	}
+	free(lc.ids);
+	if (top >= C.next_id)
+		C.next_id = top + 1;
+	size_t n = b->n;
+	if (n)
+		worker_submit(C.workers, bury_work, bury_done, b);
+	else
+		bury_job_free(b);
+	return n;
+}
+
 static void find_orphan(struct cache_object *o, void *arg)
 {
 	struct orphan_ctx *oc = arg;
@@ -500,11 +586,13 @@ static void reconcile_done(void *arg)
 	}
 	release_index();
 	commit_start();
+	size_t late = bury_late(j);
 	if (j->rc == 0)
 		log_info("cache: reconciled with %s: %zu orphan backing files and %zu index rows "
 			 "without a file removed, %zu graveyard entries deleted%s",
-			 C.cfg->cache_dir, j->orphan_files, removed, j->purged,
+			 C.cfg->cache_dir, j->orphan_files + late, removed, j->purged,
 			 j->other_files ? " (files not named as objects left alone)" : "");
+	free(j->late);
 	free(j->rows);
 	free(j->orphan_rows);
 	free(j);
@@ -615,6 +703,12 @@ int space_may_store(uint64_t len)
 		evaluate();
 	}
 	return 1;
+}
+
+void space_stored(void)
+{
+	if (C.cfg && C.cfg->cache_max_size)
+		evaluate();   /* cache.bytes against max_size: no syscall */
 }
 
 int cache_storing(void)

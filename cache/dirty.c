@@ -196,6 +196,7 @@ int cache_write_local(struct cache_object *o, uint64_t offset, const void *data,
 	o->wb_cred = *cred;
 	stats.cache_write_bytes += len;
 	mark_dirty(o);
+	space_stored();
 	return 0;
 }
 

@@ -89,6 +89,21 @@ line, which prints `key: value` lines:
                                whose verifier still differs); stops at the
                                first round with a failed WRITE.  On a
                                transport failure as w1
+  readmany DIRFH [--prefix P] [--digits N] [--first I] [--count N]
+           [--read-size B] [--depth D]
+                               LOOKUP of the names P<I..I+N-1> (the number
+                               zero padded to --digits) in DIRFH, then one
+                               READ of B (65536) bytes at 0 of each, D (32)
+                               calls in flight: files, lookup_errors,
+                               read_errors (also a READ without eof), reads,
+                               bytes, md5 (of the data of all files in name
+                               order), lookup_ms, read_ms; first_lookup_error,
+                               first_read_error when there are some
+  getattrloop FH [--seconds S] [--stop-file PATH]
+                               GETATTR of FH back to back, one in flight,
+                               for S (10) seconds or until PATH exists:
+                               count, errors, max_ms, p99_ms, p50_ms,
+                               mean_ms, over_100ms (latencies of the calls)
   proc NAME [ARG...]           any NFSv3 or MOUNTv3 procedure by name, with
                                the arguments `procs` lists (FH hex, MODE
                                octal, MASK a number, STABLE unstable,
@@ -1897,6 +1912,113 @@ def cmd_writefile(args, out):
     return 0
 
 
+@partial_report
+def cmd_readmany(args, out):
+    """LOOKUP --count names PREFIX%0Nd (from --first) in the directory FH,
+    then one READ of --read-size bytes from offset 0 of each, --depth calls
+    in flight on one connection."""
+    dirfh = bytes.fromhex(args.fh)
+    names = [args.prefix + "%0*d" % (args.digits, i)
+             for i in range(args.first, args.first + args.count)]
+    c = client(args, args.port)
+    fhs = {}
+    errs = {"lookup": [], "read": []}
+
+    def on_lookup(name, rep):
+        out["_answered"] += 1
+        d = decode_lookup(rep.body)
+        if d["nfs_status"] != "NFS3_OK":
+            errs["lookup"].append("%s: %s" % (name, d["nfs_status"]))
+            return
+        fhs[name] = bytes.fromhex(d["fh"])
+
+    phase(out, "lookups")
+    t0 = time.monotonic()
+    p = Pipeline(c, args.depth, on_lookup)
+    for name in names:
+        p.send(NFSPROC3_LOOKUP, lookup_args(dirfh, name), name)
+    p.drain()
+    out["lookup_ms"] = "%.0f" % ((time.monotonic() - t0) * 1000)
+    datas = {}
+
+    def on_read(name, rep):
+        out["_answered"] += 1
+        st, data, eof = read3res(rep.body)
+        if st != "NFS3_OK":
+            errs["read"].append("%s: %s" % (name, st))
+            return
+        if not eof:
+            errs["read"].append("%s: no eof after %d bytes" % (name, len(data)))
+        datas[name] = data
+
+    phase(out, "reads")
+    t0 = time.monotonic()
+    p = Pipeline(c, args.depth, on_read)
+    for name in names:
+        if name in fhs:
+            p.send(NFSPROC3_READ, read_args(fhs[name], 0, args.read_size), name)
+    p.drain()
+    out["read_ms"] = "%.0f" % ((time.monotonic() - t0) * 1000)
+    c.close()
+    h = hashlib.md5()
+    for name in names:
+        h.update(datas.get(name, b""))
+    out["files"] = len(names)
+    out["lookup_errors"] = len(errs["lookup"])
+    out["read_errors"] = len(errs["read"])
+    out["reads"] = len(datas)
+    out["bytes"] = sum(len(d) for d in datas.values())
+    out["md5"] = h.hexdigest()
+    for k in ("lookup", "read"):
+        if errs[k]:
+            out["first_%s_error" % k] = errs[k][0]
+    print_out(out)
+    return 0
+
+
+@partial_report
+def cmd_getattrloop(args, out):
+    """GETATTR of FH back to back (one in flight) for --seconds, or until
+    --stop-file exists: count, errors and latencies in ms."""
+    import os
+    fh = bytes.fromhex(args.fh)
+    c = client(args, args.port)
+    lat, errors, first = [], 0, None
+    phase(out, "getattrs")
+    t_end = time.monotonic() + args.seconds
+    last_check = 0.0
+    while True:
+        now = time.monotonic()
+        if now >= t_end:
+            break
+        if args.stop_file and now - last_check >= 0.05:
+            last_check = now
+            if os.path.exists(args.stop_file):
+                break
+        t0 = time.monotonic()
+        rep, st = c.nfs(NFSPROC3_GETATTR, getattr_args(fh))
+        lat.append((time.monotonic() - t0) * 1000)
+        out["_answered"] += 1
+        if st != "NFS3_OK":
+            errors += 1
+            first = first or (st or rep.summary())
+    c.close()
+    lat.sort()
+    n = len(lat)
+    out["count"] = n
+    out["errors"] = errors
+    if first:
+        out["first_error"] = first
+    if n:
+        out["max_ms"] = "%.1f" % lat[-1]
+        out["p99_ms"] = "%.1f" % lat[min(n - 1, int(n * 0.99))]
+        out["p50_ms"] = "%.1f" % lat[n // 2]
+        out["mean_ms"] = "%.2f" % (sum(lat) / n)
+        out["over_100ms"] = sum(1 for v in lat if v >= 100)
+    print_out(out)
+    return 0
+
+
 # ---- command line -----------------------------------------------------------
 
 def print_reply(rep, fields, suffix=""):
@@ -2090,6 +2212,20 @@ def parse_args(argv):
     p.add_argument("--rounds", type=int, default=5, help="most rounds of WRITEs and COMMIT")
     p.add_argument("--no-commit", action="store_true", help="one round of WRITEs, no COMMIT")
     p.set_defaults(func=cmd_writefile)
+    p = sub.add_parser("readmany")
+    p.add_argument("fh", help="directory fh (hex)")
+    p.add_argument("--prefix", default="f", help="names are PREFIX and a number")
+    p.add_argument("--digits", type=int, default=5, help="digits of the number (zero padded)")
+    p.add_argument("--first", type=int, default=0)
+    p.add_argument("--count", type=int, default=1)
+    p.add_argument("--read-size", type=int, default=65536, help="bytes per READ")
+    p.add_argument("--depth", type=int, default=32, help="calls in flight")
+    p.set_defaults(func=cmd_readmany)
+    p = sub.add_parser("getattrloop")
+    p.add_argument("fh")
+    p.add_argument("--seconds", type=float, default=10.0, help="longest run")
+    p.add_argument("--stop-file", help="stop once this file exists")
+    p.set_defaults(func=cmd_getattrloop)
     p = sub.add_parser("mnt")
     p.set_defaults(func=cmd_mnt)
     p = sub.add_parser("exports")

@@ -18,6 +18,7 @@
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -947,6 +948,168 @@ static void test_recover_quiet(void)
 	teardown();
 }
 
+/* ---- 14. culling ---------------------------------------------------- */
+
+/* Run the loop until the culling run ends.  0, or -1 after WAIT_MAX_S. */
+static int wait_cull(void)
+{
+	struct cache_space sp;
+
+	for (double waited = 0;; waited += 0.05) {
+		cache_space(&sp);
+		if (sp.state != CACHE_CULLING)
+			return 0;
+		if (waited > WAIT_MAX_S)
+			return -1;
+		run_for(0.05);
+	}
+}
+
+static int backing_exists(uint64_t id)
+{
+	char path[4200];
+	struct stat st;
+
+	backing_path(id, path, sizeof(path));
+	return stat(path, &st) == 0;
+}
+
+static void test_cull(void)
+{
+	struct cache_object *o[24];
+	uint64_t ids[24];
+	char name[16];
+	struct cache_space sp;
+
+	diag("14. culling under max_size: least recently used first, never dirty or busy");
+	/* 100 KiB: stop storing past 96 KiB (bstop 4%), cull above 92 KiB
+	 * (bcull 8%) down to 88 KiB (brun 12%) */
+	cfg.cache_max_size = 100 * 1024;
+	cfg.cache_brun = 12;
+	cfg.cache_bcull = 8;
+	cfg.cache_bstop = 4;
+	setup();
+	int stored = 0;
+	for (int i = 0; i < 22; i++) {
+		snprintf(name, sizeof(name), "cull%02d", i);
+		o[i] = object(name, 4096, 1400 + (uint64_t)i);
+		ids[i] = o[i]->id;
+		stored += fetched(o[i], 0, 4096, 'a' + i, cache_seq()) == 0;
+	}
+	is_int(stored, 22, "22 objects of 4 KiB stored (88 KiB)");
+	cache_space(&sp);
+	is_int(sp.state, CACHE_CACHING, "88 KiB of 100: above bcull, caching");
+	is_int(stats.cache_culled_objects, 0, "nothing culled");
+	is_int(written(o[1], 0, 100, 'W'), 0, "object 1 holds dirty bytes");
+	o[2]->busy++;   /* a call in flight on object 2 */
+	ok(wait_batch() >= 0, "the objects are in the index");
+	is_int(cache_cull_now(NULL, NULL), 0, "nfscachectl cull above brun: nothing to do");
+
+	o[22] = object("cull22", 8192, 1422);
+	ids[22] = o[22]->id;
+	is_int(fetched(o[22], 0, 8192, 'x', cache_seq()), 0, "8 KiB more: stored (96 KiB)");
+	cache_space(&sp);
+	is_int(sp.state, CACHE_CULLING, "below bcull: culling");
+	o[23] = object("cull23", 8192, 1423);
+	ids[23] = o[23]->id;
+	is_int(fetched(o[23], 0, 4096, 'y', cache_seq()), -ENOSPC,
+	       "past bstop: not stored (-ENOSPC, the caller answers from its buffer)");
+	is_int(o[23]->valid.bytes, 0, "... nothing of it marked valid");
+	is_int(stats.cache_nospace, 0, "... and no ENOSPC event counted: nothing was written");
+	is_int(wait_cull(), 0, "the run ends");
+	ok(find("cull00") == NULL && find("cull03") == NULL,
+	   "the two least recently used clean objects are culled (0, 3)");
+	ok(find("cull01") != NULL, "the dirty object is kept");
+	ok(find("cull02") != NULL, "the busy object is kept");
+	int kept = 0;
+	for (int i = 4; i < 23; i++) {
+		snprintf(name, sizeof(name), "cull%02d", i);
+		kept += find(name) != NULL;
+	}
+	is_int(kept, 19, "every newer object is kept");
+	is_int(stats.cache_culled_objects, 2, "cache.culled.objects");
+	is_int(stats.cache_culled_bytes, 8192, "cache.culled.bytes");
+	is_int(stats.cache_bytes, 88 * 1024, "cache.bytes back at brun");
+	cache_space(&sp);
+	is_int(sp.state, CACHE_CACHING, "caching again");
+	is_int(sp.run_objects, 2, "the run's count");
+	run_for(0.3);   /* the graveyard job */
+	ok(!backing_exists(ids[0]) && !backing_exists(ids[3]), "their backing files are deleted");
+	ok(backing_exists(ids[4]), "a kept object's file is there");
+	char gy[4200];
+	snprintf(gy, sizeof(gy), "%s/graveyard", cache_dir);
+	DIR *d = opendir(gy);
+	int entries = 0;
+	for (struct dirent *e; d && (e = readdir(d));)
+		entries += e->d_name[0] != '.';
+	if (d)
+		closedir(d);
+	is_int(entries, 0, "the graveyard is empty");
+	is_int(holds(find("cull04"), 0, 4096, 'a' + 4), 0, "a kept object's bytes read back");
+
+	/* the culled rows left the index */
+	o[2]->busy--;
+	ok(wait_batch() >= 0, "the removals reached the index");
+	cache_finalise();
+	ok(cache_open_here() == 0, "cache_init again");
+	ok(find("cull00") == NULL && find("cull03") == NULL, "culled objects are not in the index");
+	ok(find("cull01") != NULL && find("cull04") != NULL, "kept ones are");
+	teardown();
+	cfg.cache_max_size = 0;
+	cfg.cache_brun = cfg.cache_bcull = cfg.cache_bstop = 0;
+}
+
+/* ---- 15. start-up reconciliation ------------------------------------ */
+
+static void test_reconcile(void)
+{
+	char path[4200];
+
+	diag("15. start-up reconciliation: orphan files, rows without a file, the graveyard");
+	setup();
+	struct cache_object *a = object("rec-a", 4096, 1500), *b = object("rec-b", 4096, 1501);
+	struct cache_object *c = object("rec-c", 4096, 1502), *z = object("rec-z", 4096, 1503);
+	uint64_t a_id = a->id, b_id = b->id, c_id = c->id;
+	is_int(fetched(a, 0, 4096, 'a', cache_seq()), 0, "object a stored");
+	is_int(fetched(b, 0, 4096, 'b', cache_seq()), 0, "object b stored");
+	is_int(fetched(c, 0, 4096, 'c', cache_seq()), 0, "object c stored");
+	(void)z;   /* the largest id: c's is below it */
+	ok(wait_batch() >= 0, "in the index");
+	cache_finalise();
+	/* c's row goes, its file stays: an orphan below the largest id */
+	int reset = 0;
+	struct cache_index *ix = index_open(cache_dir, &reset);
+	struct index_record del = { .id = c_id, .deleted = 1 };
+	ok(ix && !reset && index_write(ix, &del, 1) == 0, "c's row removed from the index");
+	index_close(ix);
+	/* a file no row names, b's file gone, something in the graveyard */
+	uint64_t orphan = b_id + 1000;
+	backing_path(orphan, path, sizeof(path));
+	int fd = open(path, O_CREAT | O_WRONLY, 0600);
+	ok(fd >= 0 && write(fd, "x", 1) == 1, "an orphan backing file");
+	close(fd);
+	backing_path(b_id, path, sizeof(path));
+	ok(unlink(path) == 0, "b's backing file removed");
+	snprintf(path, sizeof(path), "%s/graveyard/leftover", cache_dir);
+	fd = open(path, O_CREAT | O_WRONLY, 0600);
+	close(fd);
+
+	ok(cache_open_here() == 0, "cache_init (waits for the reconciliation)");
+	run_for(0.3);   /* the worker deleting files above the largest id */
+	ok(!backing_exists(orphan), "the orphan file above the largest id is deleted");
+	ok(!backing_exists(c_id), "the orphan file below it is deleted");
+	ok(C.next_id > orphan, "no new object takes the orphan's id");
+	ok(find("rec-b") == NULL, "the object whose file is missing is removed");
+	ok(find("rec-a") != NULL && backing_exists(a_id), "the other one stays, with its file");
+	is_int(holds(find("rec-a"), 0, 4096, 'a'), 0, "and its bytes");
+	ok(access(path, F_OK) != 0, "the graveyard is emptied");
+	ok(wait_batch() >= 0, "the removal reaches the index");
+	cache_finalise();
+	ok(cache_open_here() == 0, "cache_init again");
+	ok(find("rec-b") == NULL, "the row is gone from the index");
+	teardown();
+}
+
 int main(void)
 {
 	lp = ev_loop_new(EVFLAG_AUTO);
@@ -974,6 +1137,8 @@ int main(void)
 	test_write_during_batch();
 	test_invalidate_overlap();
 	test_recover_quiet();
+	test_cull();
+	test_reconcile();
 
 	ev_loop_destroy(lp);
 	return done();
