@@ -67,6 +67,7 @@ static struct {
 	uint64_t run_objects, run_bytes;
 	struct cull_waiter *waiters;
 	int logged_statvfs;
+	int closing;                    /* space_finalise: jobs still draining start nothing */
 } S;
 
 static uint64_t pct_of(uint64_t total, uint64_t pct)
@@ -192,7 +193,7 @@ static void evaluate(void)
 		  (ms && below(m, ms, cfg->cache_bcull));
 
 	if (stop != S.stopped)
-		log_info("cull: %s: free blocks %u%%, files %u%%, cache.bytes %llu",
+		log_limited(LOG_LEVEL_INFO, "cull: %s: free blocks %u%%, files %u%%, cache.bytes %llu",
 			 stop ? "no new data cached (below bstop/fstop)" : "caching again",
 			 pct(b, S.btotal), pct(S.favail, S.ftotal),
 			 (unsigned long long)stats.cache_bytes);
@@ -276,6 +277,8 @@ static void step_next(struct ev_loop *loop, ev_timer *w, int revents)
 static void step_end(void)
 {
 	S.step = 0;
+	if (S.closing)
+		return;
 	ev_timer_stop(C.loop, &S.next_step);
 	ev_timer_set(&S.next_step, 0., 0.);
 	ev_timer_start(C.loop, &S.next_step);   /* the next loop iteration */
@@ -604,7 +607,7 @@ static void reconcile_done(void *arg)
 
 static void step_start(void)
 {
-	if (S.step || !C.workers)
+	if (S.step || !C.workers || S.closing)
 		return;
 	if (!S.reconcile && (!S.culling || (S.starved && ev_now(C.loop) < S.starved_until)))
 		return;
@@ -662,6 +665,7 @@ void space_init(void)
 
 void space_finalise(void)
 {
+	S.closing = 1;
 	ev_ref(C.loop);
 	ev_timer_stop(C.loop, &S.timer);
 	ev_timer_stop(C.loop, &S.next_step);
