@@ -117,29 +117,40 @@ static void measure(void)
 	S.measured = 1;
 }
 
-/* Bytes and files to free for the run to end (0, 0: above brun/frun). */
-static void deficit(uint64_t *bytes, uint64_t *files)
+/* What a run must still free: bytes of the file system (disk blocks),
+ * valid bytes under max_size, and files (all 0: above brun/frun). */
+struct deficit {
+	uint64_t disk, valid, files;
+};
+
+static struct deficit deficit(void)
 {
 	const struct nfsd_config *cfg = C.cfg;
-	uint64_t b = 0, f = 0;
+	struct deficit d = { 0, 0, 0 };
 
 	if (S.measured) {
 		uint64_t want = pct_of(S.btotal, cfg->cache_brun), have = bavail_now();
 		if (have < want)
-			b = want - have;
+			d.disk = want - have;
 		want = pct_of(S.ftotal, cfg->cache_frun);
 		if (S.ftotal && S.favail < want)
-			f = want - S.favail;
+			d.files = want - S.favail;
 	}
-	if (cfg->cache_max_size) {
-		uint64_t want = pct_of(cfg->cache_max_size, cfg->cache_brun), have = max_avail();
-		if (have < want && want - have > b)
-			b = want - have;
+	uint64_t ms = cfg->cache_max_size;
+	if (ms) {
+		/* cache.bytes must come down to max_size less brun percent */
+		uint64_t target = ms - pct_of(ms, cfg->cache_brun);
+		if (stats.cache_bytes > target)
+			d.valid = stats.cache_bytes - target;
 	}
-	if (S.kick_left > b)
-		b = S.kick_left;
-	*bytes = b;
-	*files = f;
+	if (S.kick_left > d.disk)
+		d.disk = S.kick_left;
+	return d;
+}
+
+static int deficit_none(const struct deficit *d)
+{
+	return d->disk == 0 && d->valid == 0 && d->files == 0;
 }
 
 static void answer_waiters(void)
@@ -184,7 +195,6 @@ static void evaluate(void)
 {
 	const struct nfsd_config *cfg = C.cfg;
 	uint64_t b = bavail_now(), m = max_avail(), ms = cfg->cache_max_size;
-	uint64_t need_b, need_f;
 	int stop = (S.measured && (below(b, S.btotal, cfg->cache_bstop) ||
 				   below(S.favail, S.ftotal, cfg->cache_fstop))) ||
 		   (ms && below(m, ms, cfg->cache_bstop));
@@ -200,8 +210,8 @@ static void evaluate(void)
 	S.stopped = stop;
 	if (due)
 		run_start("below bcull/fcull");
-	deficit(&need_b, &need_f);
-	if (S.culling && need_b == 0 && need_f == 0 && !S.step)
+	struct deficit d = deficit();
+	if (S.culling && deficit_none(&d) && !S.step)
 		run_end();
 	else if (S.culling)
 		step_start();
@@ -320,7 +330,8 @@ static void lru_done(void *arg)
 {
 	struct lru_job *j = arg;
 	struct bury_job *b = bury_job_new(CULL_STEP_MAX);
-	uint64_t need_b, need_f, freed_b = 0, freed_f = 0;
+	struct deficit need;
+	uint64_t freed_disk = 0, freed_valid = 0, freed_files = 0;
 	int i;
 
 	b->step = 1;
@@ -331,10 +342,10 @@ static void lru_done(void *arg)
 		starve();
 		return;
 	}
-	deficit(&need_b, &need_f);
+	need = deficit();
 	for (i = 0; i < j->n; i++) {
 		const struct index_lru_entry *e = &j->e[i];
-		if (freed_b >= need_b && freed_f >= need_f)
+		if (freed_disk >= need.disk && freed_valid >= need.valid && freed_files >= need.files)
 			break;
 		S.cur = e->at;
 		struct cache_object *o = cache_find(e->fh, e->fh_len);
@@ -344,8 +355,9 @@ static void lru_done(void *arg)
 			continue;   /* used since: its place in the order is on its way */
 		uint64_t disk = 0;
 		extent_set_foreach(&o->valid, sum_pages, &disk);
-		freed_b += disk;
-		freed_f += o->valid.count || o->fd >= 0 || o->checked;   /* it has a file */
+		freed_disk += disk;
+		freed_valid += o->valid.bytes;
+		freed_files += o->valid.count || o->fd >= 0 || o->checked;   /* it has a file */
 		S.run_objects++;
 		S.run_bytes += o->valid.bytes;
 		stats.cache_culled_objects++;
@@ -362,7 +374,8 @@ static void lru_done(void *arg)
 	int starved = 0;
 	if (i == j->n && j->n < CULL_STEP_MAX) {
 		/* the end of the order: the next step starts over */
-		starved = S.pass_culled == 0 && (freed_b < need_b || freed_f < need_f);
+		starved = S.pass_culled == 0 && (freed_disk < need.disk ||
+						 freed_valid < need.valid || freed_files < need.files);
 		S.cur = (struct index_cursor)INDEX_CURSOR_START;
 		S.pass_culled = 0;
 	}
@@ -766,13 +779,11 @@ void cache_space_check(void)
 
 int cache_cull_now(void (*done)(void *arg, const struct cache_space *space), void *arg)
 {
-	uint64_t need_b, need_f;
-
 	if (!C.cfg)
 		return 0;
 	measure();
-	deficit(&need_b, &need_f);
-	if (!S.culling && need_b == 0 && need_f == 0)
+	struct deficit d = deficit();
+	if (!S.culling && deficit_none(&d))
 		return 0;
 	struct cull_waiter *w = calloc(1, sizeof(*w));
 	if (!w)
