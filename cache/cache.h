@@ -296,7 +296,8 @@ struct cache_space {
 	enum cache_space_state state;
 	uint64_t blocks_total, blocks_avail;   /* bytes of the cache file system */
 	uint64_t files_total, files_avail;     /* inodes of it; total 0 = not reported */
-	uint64_t run_objects, run_bytes;       /* culled by the current or last run */
+	uint64_t run_objects, run_bytes;       /* culled by the current or last run
+						* (cache_cull_now's done(): since it was called) */
 	int starved;                           /* the last pass found nothing to cull */
 };
 

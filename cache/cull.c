@@ -44,6 +44,7 @@ struct cull_waiter {
 	struct cull_waiter *next;
 	void (*done)(void *arg, const struct cache_space *space);
 	void *arg;
+	uint64_t base_objects, base_bytes;   /* the run's counts when it asked */
 };
 
 static struct {
@@ -157,10 +158,12 @@ static void answer_waiters(void)
 {
 	struct cache_space sp;
 
-	cache_space(&sp);
 	while (S.waiters) {
 		struct cull_waiter *w = S.waiters;
 		S.waiters = w->next;
+		cache_space(&sp);
+		sp.run_objects -= w->base_objects;   /* what was culled since it asked */
+		sp.run_bytes -= w->base_bytes;
 		w->done(w->arg, &sp);
 		free(w);
 	}
@@ -790,6 +793,10 @@ int cache_cull_now(void (*done)(void *arg, const struct cache_space *space), voi
 		abort();
 	w->done = done;
 	w->arg = arg;
+	if (S.culling) {
+		w->base_objects = S.run_objects;
+		w->base_bytes = S.run_bytes;
+	}
 	w->next = S.waiters;
 	S.waiters = w;
 	S.starved = 0;   /* asked for: try now */

@@ -168,7 +168,9 @@ static void ctl_start_cull(struct ctl_client *c, int argc, char **argv)
 	if (cache_cull_now(ctl_cull_done, c) == 0) {
 		struct cache_space sp;
 		cache_space(&sp);
-		ctl_cull_done(c, &sp);   /* above brun/frun: nothing to do */
+		sp.run_objects = sp.run_bytes = 0;   /* above brun/frun: nothing to do */
+		sp.starved = 0;
+		ctl_cull_done(c, &sp);
 	}
 }
 

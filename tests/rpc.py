@@ -103,7 +103,9 @@ line, which prints `key: value` lines:
                                GETATTR of FH back to back, one in flight,
                                for S (10) seconds or until PATH exists:
                                count, errors, max_ms, p99_ms, p50_ms,
-                               mean_ms, over_100ms (latencies of the calls)
+                               mean_ms, over_100ms (latencies of the calls),
+                               slow (start time and latency of the first 20
+                               calls of at least --slow-ms, 50)
   proc NAME [ARG...]           any NFSv3 or MOUNTv3 procedure by name, with
                                the arguments `procs` lists (FH hex, MODE
                                octal, MASK a number, STABLE unstable,
@@ -1983,7 +1985,7 @@ def cmd_getattrloop(args, out):
     import os
     fh = bytes.fromhex(args.fh)
     c = client(args, args.port)
-    lat, errors, first = [], 0, None
+    lat, errors, first, slow = [], 0, None, []
     phase(out, "getattrs")
     t_end = time.monotonic() + args.seconds
     last_check = 0.0
@@ -1995,9 +1997,13 @@ def cmd_getattrloop(args, out):
             last_check = now
             if os.path.exists(args.stop_file):
                 break
-        t0 = time.monotonic()
+        wall, t0 = time.time(), time.monotonic()
         rep, st = c.nfs(NFSPROC3_GETATTR, getattr_args(fh))
-        lat.append((time.monotonic() - t0) * 1000)
+        ms = (time.monotonic() - t0) * 1000
+        lat.append(ms)
+        if ms >= args.slow_ms and len(slow) < 20:
+            slow.append("%s.%03d+%.0fms" % (time.strftime("%H:%M:%S", time.localtime(wall)),
+                                            int(wall * 1000) % 1000, ms))
         out["_answered"] += 1
         if st != "NFS3_OK":
             errors += 1
@@ -2015,6 +2021,7 @@ def cmd_getattrloop(args, out):
         out["p50_ms"] = "%.1f" % lat[n // 2]
         out["mean_ms"] = "%.2f" % (sum(lat) / n)
         out["over_100ms"] = sum(1 for v in lat if v >= 100)
+    out["slow"] = " ".join(slow) or "none"
     print_out(out)
     return 0
 
@@ -2225,6 +2232,8 @@ def parse_args(argv):
     p.add_argument("fh")
     p.add_argument("--seconds", type=float, default=10.0, help="longest run")
     p.add_argument("--stop-file", help="stop once this file exists")
+    p.add_argument("--slow-ms", type=float, default=50,
+                   help="calls at least this slow are listed in `slow`")
     p.set_defaults(func=cmd_getattrloop)
     p = sub.add_parser("mnt")
     p.set_defaults(func=cmd_mnt)

@@ -2,7 +2,12 @@
 # 51-cull-full: a full cache file system falls back to pass-through, never
 # to an error.  The cache dir is a 32 MiB tmpfs.
 #   a) ENOSPC    bstop = 0% (only a real ENOSPC stops storing), bcull 1%,
-#                brun 2%, write-back (dirty_expire_ms 60000): the tmpfs
+#                brun 2%, write-back (dirty_expire_ms 60000): the backing
+#                files on a tmpfs of their own (objects/ and graveyard/ are
+#                symbolic links into it, so that the statvfs of the cache dir
+#                does not see it fill and every backing write is tried: a
+#                filler the daemon's statvfs saw would stop storing before
+#                any write, and whether it saw it yet is a race); the tmpfs
 #                filled to 100% from outside, then fresh export files read
 #                through nfscached (md5 right), new files copied in with
 #                nfs-cp (the export holds them), UNSTABLE WRITEs (rpc.py
@@ -23,39 +28,41 @@ CACHE=$T_TMP/cache
 KIB=1024
 MIB=$((1024 * 1024))
 
-# The tmpfs under the cache dir is unmounted once nfscached has stopped,
-# before lib.sh's cleanup removes $T_TMP.
-CACHE_MOUNTED=0
+# The tmpfs file systems are unmounted once nfscached has stopped, before
+# lib.sh's cleanup removes $T_TMP.
+MOUNTS=()
 cull_cleanup() {
-    local rc=$?
+    local rc=$? m
     if [ "$BASHPID" = "$$" ]; then
         [ -n "$NFSCACHED_PID" ] && stop_nfscached
-        if [ "$CACHE_MOUNTED" = 1 ]; then
-            umount "$CACHE" 2>/dev/null || umount -l "$CACHE"
-            CACHE_MOUNTED=0
-        fi
+        for m in "${MOUNTS[@]}"; do
+            mountpoint -q "$m" && { umount "$m" 2>/dev/null || umount -l "$m"; }
+        done
+        MOUNTS=()
     fi
     (exit "$rc")
     t_cleanup
 }
 trap cull_cleanup EXIT
 
-mount_cache() {
-    mkdir -p "$CACHE"
-    mount -t tmpfs -o size=32m,mode=0700 nfscached-test "$CACHE" || return 1
-    CACHE_MOUNTED=1
+# tmpfs DIR: a fresh 32 MiB tmpfs on DIR
+tmpfs() {
+    mkdir -p "$1"
+    mount -t tmpfs -o size=32m,mode=0700 nfscached-test "$1" || return 1
+    MOUNTS+=("$1")
 }
-umount_cache() {
-    [ "$CACHE_MOUNTED" = 1 ] || return 0
-    umount "$CACHE" && CACHE_MOUNTED=0
-}
-mount_cache || fail_or_skip "cannot mount a tmpfs on $CACHE (needs root)"
+SMALL=$T_TMP/small
+tmpfs "$SMALL" || fail_or_skip "cannot mount a tmpfs on $SMALL (needs root)"
+mkdir -p "$SMALL/objects" "$SMALL/graveyard" "$CACHE"
+ln -s "$SMALL/objects" "$CACHE/objects"
+ln -s "$SMALL/graveyard" "$CACHE/graveyard"
 
-avail() { df -B1 --output=avail "$CACHE" | tail -n 1 | tr -d ' '; }
-# fill: the cache file system to its last byte (appending to the filler)
+# avail [DIR]: bytes free on the file system of DIR (the small tmpfs)
+avail() { df -B1 --output=avail "${1:-$SMALL}" | tail -n 1 | tr -d ' '; }
+# fill: the small tmpfs to its last byte (appending to the filler)
 fill() {
-    dd if=/dev/zero of="$CACHE/filler" bs=1M oflag=append conv=notrunc status=none 2>/dev/null
-    dd if=/dev/zero of="$CACHE/filler" bs=4k oflag=append conv=notrunc status=none 2>/dev/null
+    dd if=/dev/zero of="$SMALL/filler" bs=1M oflag=append conv=notrunc status=none 2>/dev/null
+    dd if=/dev/zero of="$SMALL/filler" bs=4k oflag=append conv=notrunc status=none 2>/dev/null
     return 0
 }
 cat_md5() { nfs_cat "$(proxy_url "$1")" | md5sum | cut -d' ' -f1; }
@@ -80,7 +87,7 @@ ROOT=$(val "$T_TMP/mnt.out" fh)
 
 for i in 1 2 3 4 5; do head -c $((2 * MIB)) /dev/urandom > "$EXPORT_DIR/a$i"; done
 fill
-is "$(avail)" 0 "ENOSPC: the cache file system is full"
+is "$(avail)" 0 "ENOSPC: the backing files' tmpfs is full"
 snap a0
 for i in 1 2 3 4 5; do
     is "$(cat_md5 a$i)" "$(md5 "$EXPORT_DIR/a$i")" "ENOSPC: a$i (2 MiB) read right through nfscached"
@@ -151,6 +158,7 @@ ok $? "writefile: the export holds wb3"
 snap w1
 diag "write-back: nospace +$(d w0 w1 cache.nospace), upstream WRITE +$(d w0 w1 upstream.calls.WRITE)," \
      "cache.write.bytes +$(d w0 w1 cache.write.bytes), writeback.bytes +$(d w0 w1 cache.writeback.bytes), dirty $(sv w1 cache.dirty.bytes)"
+num_ok "$(d w0 w1 cache.nospace)" -gt 0 "write-back: the backing writes of the WRITEs met ENOSPC (cache.nospace +$(d w0 w1 cache.nospace))"
 num_ok "$(d a0 w1 cache.writeback.errors)" -eq 0 "no write-back error"
 is "$(sv w1 cache.dirty.bytes)" 0 "nothing left dirty"
 num_ok "$(sv w1 cache.nospace)" -gt 0 "cache.nospace > 0 ($(sv w1 cache.nospace))"
@@ -160,17 +168,19 @@ ok $? "ENOSPC: nfscached exits cleanly"
 ok $? "ENOSPC: no sanitizer report in the daemon log"
 
 # ---- b) below bstop ----------------------------------------------------------
-umount_cache && mount_cache
-ok $? "bstop: a fresh 32 MiB tmpfs"
+# the whole cache dir on a fresh tmpfs, which the daemon's statvfs sees
+rm -rf "$CACHE"
+tmpfs "$CACHE"
+ok $? "bstop: the cache dir on a fresh 32 MiB tmpfs"
 start_nfscached -o cache.bstop=3% -o cache.bcull=7% -o cache.brun=10% 2>"$T_TMP/start.err"
 ok $? "bstop: nfscached started with bstop 3%, bcull 7%, brun 10%" || diag "$(cat "$T_TMP/start.err")"
 wait_state caching
 is "$(state)" caching "bstop: status says \`cache caching\` at first"
 for i in 1 2 3; do head -c $((MIB + i * 777)) /dev/urandom > "$EXPORT_DIR/b$i"; done
 head -c $((MIB / 2)) /dev/urandom > "$EXPORT_DIR/b4"
-left=$(( $(avail) - 512 * KIB ))
+left=$(( $(avail "$CACHE") - 512 * KIB ))
 head -c "$left" /dev/zero > "$CACHE/filler"
-diag "bstop: filler of $left bytes, $(avail) bytes free of $(df -B1 --output=size "$CACHE" | tail -n 1 | tr -d ' ')"
+diag "bstop: filler of $left bytes, $(avail "$CACHE") bytes free of $(df -B1 --output=size "$CACHE" | tail -n 1 | tr -d ' ')"
 wait_state stopped
 is "$(state)" stopped "bstop: status says \`cache stopped\` within a few seconds"
 ctl status | grep -E '^cache' | sed 's/^/# /'
