@@ -441,6 +441,30 @@ int object_fd(struct cache_object *o)
 	return o->fd;
 }
 
+static int forget_part(uint64_t s, uint64_t e, void *ctx)
+{
+	struct cache_object *o = ctx;
+	uint64_t before = o->valid.bytes;
+
+	extent_set_remove(&o->valid, s, e);
+	bytes_changed(before, o->valid.bytes);
+	return 0;
+}
+
+/* A store of [start, end) failed: the bytes the cache holds there (not
+ * dirty or sent ones, which are newer) are older than the caller's and are
+ * no longer valid. */
+static void forget_clean(struct cache_object *o, uint64_t start, uint64_t end)
+{
+	uint64_t before = o->valid.bytes;
+
+	foreach_clean_part(o, start, end, forget_part, o);
+	if (o->valid.bytes != before) {
+		changed(o);
+		mark_dirty(o);
+	}
+}
+
 struct store_ctx {
 	struct cache_object *o;
 	int fd;
@@ -473,14 +497,22 @@ int cache_store(struct cache_object *o, uint64_t offset, const void *data, uint3
 		return -ESTALE;
 	if (len == 0)
 		return 0;
-	if (!space_may_store(len))
-		return -ENOSPC;   /* answered from the fetched data, not kept */
+	if (!space_may_store(len)) {
+		/* answered from the caller's buffer, not kept: what the cache
+		 * holds of the range may be older (a WRITE written through) */
+		forget_clean(o, offset, offset + len);
+		return -ENOSPC;
+	}
 	int fd = object_fd(o);
-	if (fd < 0)
+	if (fd < 0) {
+		forget_clean(o, offset, offset + len);
 		return fd;
+	}
 	/* one pwrite per part that is neither dirty nor sent: local bytes win */
 	struct store_ctx sc = { o, fd, data, offset };
 	int rc = foreach_clean_part(o, offset, offset + len, store_part, &sc);
+	if (rc != 0)
+		forget_clean(o, offset, offset + len);
 	mark_dirty(o);
 	space_stored();
 	return rc;

@@ -169,8 +169,11 @@ int cache_access_granted(const struct cache_object *o, const struct rpc_cred *cr
  * Data fetched from the upstream (or written through it) for [offset,
  * offset + len): written to the backing file with one pwrite per part not
  * dirty (merged under local dirty bytes, which are newer), then marked
- * valid — unless the generation moved on since `gen_at_start`.  A failed
- * write marks nothing.  Returns 0, -ESTALE (dropped: stale), or -errno.
+ * valid — unless the generation moved on since `gen_at_start`.  A store
+ * that fails (-ENOSPC when the space state refuses it: stopped, or past
+ * max_size; a backing write's -errno) keeps none of the caller's bytes and
+ * drops the clean bytes the cache held in the range, which may be older.
+ * Returns 0, -ESTALE (dropped: stale), or -errno.
  */
 int cache_store(struct cache_object *o, uint64_t offset, const void *data, uint32_t len,
 		uint64_t gen_at_start);

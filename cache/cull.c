@@ -317,8 +317,14 @@ static void starve(void)
 	if (S.starved_backoff > CULL_STARVED_RETRY_MAX_S)
 		S.starved_backoff = CULL_STARVED_RETRY_MAX_S;
 	S.starved_until = ev_now(C.loop) + S.starved_backoff;
-	if (!S.starved_logged++)
-		log_warning("cull: nothing left to cull: %zu objects, all dirty or in use", C.count);
+	if (!S.starved_logged++) {
+		if (C.count)
+			log_warning("cull: nothing can be culled now: none of the %zu objects may go "
+				    "(dirty, in use, or used since the index last recorded it)", C.count);
+		else
+			log_warning("cull: nothing to cull: the cache holds no object; the space "
+				    "is used by other files");
+	}
 	S.step = 0;
 	run_end();
 }
@@ -710,6 +716,7 @@ int space_may_store(uint64_t len)
 	}
 	if (S.stopped)
 		return 0;
+	len = PAGE_ROUND(len);   /* what file systems allocate */
 	if (S.measured && bavail_now() < pct_of(S.btotal, C.cfg->cache_bstop) + len) {
 		/* close to bstop: the estimate is not enough */
 		measure();

@@ -143,8 +143,9 @@ static void ctl_cull_done(void *arg, const struct cache_space *sp)
 	int n = asprintf(&r, "ok\nculled_objects %llu\nculled_bytes %llu\ncache %s\n%s",
 			 (unsigned long long)sp->run_objects, (unsigned long long)sp->run_bytes,
 			 cache_space_state_name(sp->state),
-			 sp->starved ? "note nothing more can be culled now: every other object "
-				       "holds dirty data or is in use\n" : "");
+			 sp->starved ? "note nothing more can be culled now: the objects left "
+				       "hold dirty data, are in use, or the space is used by other "
+				       "files\n" : "");
 
 	if (n < 0)
 		abort();

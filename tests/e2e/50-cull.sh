@@ -29,6 +29,12 @@
 #                 answers ok with culled_objects > 0 and leaves cache.bytes
 #                 <= 40% of 16 MiB; a second `cull` culls nothing; the state
 #                 is `cache caching`
+#   e) no room    max_size 4M, 30/20/10%, 3 MiB cached (a 2 MiB file, a
+#                 1 MiB one): a FILE_SYNC WRITE of 1 MiB at 0 of the 2 MiB
+#                 file goes through and cannot be stored (it would cross
+#                 bstop): the next read through nfscached returns the new
+#                 bytes, never the older ones the cache held; and again
+#                 after a restart
 # Run time, culled objects and bytes and the largest cache.bytes seen are
 # printed as diagnostics.
 TEST_TIMEOUT=${TEST_TIMEOUT:-280}
@@ -352,5 +358,34 @@ is "$(ctl status | awk '$1 == "cache" { print $2 }')" caching "d: status: cache 
 diag "d: first cull: $(tr '\n' ' ' < "$T_TMP/cull1.out")" "d: second cull: $(tr '\n' ' ' < "$T_TMP/cull2.out")" \
      "d: cache.bytes $(sv d0 cache.bytes) before, $(sv d1 cache.bytes) after"
 umount_cache "after d"
+
+# ---- e) a WRITE the cache has no room for ----------------------------------
+mount_cache 1g
+E_OPTS=(-o cache.write_mode=writethrough -o cache.max_size=4M -o cache.brun=30%
+    -o cache.bcull=20% -o cache.bstop=10%)
+head -c $((2 * MIB)) /dev/urandom > "$EXPORT_DIR/e0"
+head -c $((1 * MIB)) /dev/urandom > "$EXPORT_DIR/e1"
+head -c $MIB /dev/urandom > "$T_TMP/e.new"
+{ cat "$T_TMP/e.new"; tail -c +$((MIB + 1)) "$EXPORT_DIR/e0"; } > "$T_TMP/e.want"
+start_nfscached "${E_OPTS[@]}" 2>"$T_TMP/start.err"
+ok $? "e: nfscached starts with cache.max_size = 4M" || done_testing
+nfs_cat "$(proxy_url e0)" > /dev/null && nfs_cat "$(proxy_url e1)" > /dev/null
+ok $? "e: 3 MiB read through nfscached"
+is "$(stat_value cache.bytes)" $((3 * MIB)) "e: cache.bytes 3 MiB"
+E0FH=$(fh_of e0)
+rpc writefile "$E0FH" "$T_TMP/e.new" --offset 0 --chunk $MIB --stable file_sync > "$T_TMP/e.wf" 2>&1
+ok $? "e: 1 MiB FILE_SYNC WRITE at 0 through nfscached" || diag "$(cat "$T_TMP/e.wf")"
+cmp -s "$EXPORT_DIR/e0" "$T_TMP/e.want"
+ok $? "e: the export holds the new bytes"
+nfs_cat "$(proxy_url e0)" > "$T_TMP/e.got"
+cmp -s "$T_TMP/e.got" "$T_TMP/e.want"
+ok $? "e: a read through nfscached returns the new bytes, not the cached older ones"
+stop_nfscached
+start_nfscached "${E_OPTS[@]}" 2>"$T_TMP/start.err"
+ok $? "e: restart"
+nfs_cat "$(proxy_url e0)" > "$T_TMP/e.got"
+cmp -s "$T_TMP/e.got" "$T_TMP/e.want"
+ok $? "e: and after the restart"
+umount_cache "after e"
 
 done_testing

@@ -1054,6 +1054,15 @@ static void test_cull(void)
 	ok(cache_open_here() == 0, "cache_init again");
 	ok(find("cull00") == NULL && find("cull03") == NULL, "culled objects are not in the index");
 	ok(find("cull01") != NULL && find("cull04") != NULL, "kept ones are");
+
+	/* a WRITE written through when the cache may not store: the older
+	 * bytes the cache held of the range must not be served any more */
+	struct cache_object *k = find("cull04");
+	is_int(holds(k, 0, 4096, 'a' + 4), 0, "object 4 holds its bytes");
+	cfg.cache_max_size = stats.cache_bytes;   /* no room for anything more */
+	is_int(fetched(k, 0, 4096, 'N', cache_seq()), -ENOSPC, "new bytes of it: not stored");
+	is_int(k->valid.bytes, 0, "... and the older ones are no longer valid");
+	ok(holds(k, 0, 4096, 'a' + 4) != 0, "... nor read back");
 	teardown();
 	cfg.cache_max_size = 0;
 	cfg.cache_brun = cfg.cache_bcull = cfg.cache_bstop = 0;
