@@ -1,0 +1,711 @@
+#!/bin/bash
+# tests/bench/run.sh: the benchmark suite of nfscached (`make bench`).
+#
+# Starts a private nfs-ganesha upstream (FSAL VFS, NFSv3 + NFSv4) behind
+# tests/bench/delay-relay (0 ms and 5 ms one way), and compares three targets
+# per scenario, every one reached through the relay:
+#   direct     the upstream itself
+#   nfscached  ./nfscached in front of it (write_mode writeback)
+#   proxy      a second ganesha with FSAL PROXY_V4 in front of it
+# with tests/bench/nfsbench (libnfs async client). Writes doc/BENCHMARKS.md,
+# doc/bench/results.json and doc/bench/*.png (tests/bench/report.py, gnuplot).
+#
+# Usage: tests/bench/run.sh [--quick] [--keep]
+#   --quick   tiny sizes: a smoke run of a couple of minutes
+#   --keep    keep the temporary directory
+# Environment:
+#   BENCH_SCENARIOS   scenarios to run (default "S1 S2 S3 S4 S5 S6 MEM")
+#   BENCH_DELAYS      one-way relay delays in ms (default "0 5")
+#   BENCH_TARGETS     targets (default "direct nfscached proxy")
+#   BENCH_OUT         where the report goes (default $srcdir/doc)
+#   CLIENT_TIMEOUT    seconds allowed to one client run (default 600)
+#   BENCH_NO_INSTALL=1  do not apt-get install missing packages
+#   S1_SIZE S2_SIZE S2_WRITES S2_READS S3_SIZE S3_REQS S4_SIZE S4_BLOCK
+#   S5_REQS S5_REQS_REF S6_FILES S6_FILE_SIZE MEM_FILES: the scale (see below)
+#   PROXY_CAP         calls (files) of S2, S3, S6 given to PROXY_V4 at 5 ms (600)
+# When ./nfscached is an ASan/UBSan build, an -O2 build of the same files is
+# made in the temporary directory and measured instead.
+# Every process started here is stopped by PID at exit.
+set -u
+
+srcdir=$(cd "$(dirname "$0")/../.." && pwd)
+: "${top_srcdir:=$srcdir}"
+: "${top_builddir:=$(pwd)}"
+[ -x "$top_builddir/nfscached" ] || top_builddir=$srcdir
+NFSCACHED=$top_builddir/nfscached
+NFSCACHECTL=$top_builddir/nfscachectl
+NFSBENCH=$top_builddir/tests/bench/nfsbench
+RELAY=$top_builddir/tests/bench/delay-relay
+REPORT_PY=$srcdir/tests/bench/report.py
+OUT=${BENCH_OUT:-$srcdir/doc}
+CLIENT_TIMEOUT=${CLIENT_TIMEOUT:-600}
+
+# PROXY_V4 over a 5 ms link answers a few dozen small calls a second: it
+# gets at most PROXY_CAP calls (files for trees) of S2, S3 and S6, and its
+# rates (IOPS, MB/s) are compared, not its total times
+PROXY_CAP=${PROXY_CAP:-600}
+QUICK=0 KEEP=0
+for a in "$@"; do
+    case $a in
+        --quick) QUICK=1 ;;
+        --keep) KEEP=1 ;;
+        -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        *) echo "unknown option $a" >&2; exit 2 ;;
+    esac
+done
+
+SCENARIOS=${BENCH_SCENARIOS:-S1 S2 S3 S4 S5 S6 MEM}
+DELAYS=${BENCH_DELAYS:-0 5}
+TARGETS=${BENCH_TARGETS:-direct nfscached proxy}
+
+# ---- scale --------------------------------------------------------------
+MiB=$((1024 * 1024))
+if [ "$QUICK" = 1 ]; then
+    d_S1=8 d_S2=4 d_S2W=2000 d_S2R=700 d_S3=4 d_S3N=2000 d_S4=16 d_S5N=2000 d_S5REF=500
+    d_S6N=200 d_S6SZ=20480 d_MEM=2000
+else
+    d_S1=64 d_S2=64 d_S2W=37500 d_S2R=12500 d_S3=50 d_S3N=25000 d_S4=128 d_S5N=20000 d_S5REF=5000
+    d_S6N=2000 d_S6SZ=51200 d_MEM=100000
+fi
+S1_SIZE=${S1_SIZE:-$d_S1}              # MiB, sequential read, 1 MiB blocks
+S2_SIZE=${S2_SIZE:-$d_S2}              # MiB, W1 file
+S2_WRITES=${S2_WRITES:-$d_S2W}         # 1 KiB random writes
+S2_READS=${S2_READS:-$d_S2R}           # 1 KiB random reads
+S3_SIZE=${S3_SIZE:-$d_S3}              # MiB, W2 file
+S3_REQS=${S3_REQS:-$d_S3N}             # 2 KiB random requests, ratio 0.5
+S4_SIZE=${S4_SIZE:-$d_S4}              # MiB written sequentially
+S4_BLOCK=${S4_BLOCK:-16k}              # sysbench fileio's default block
+S5_REQS=${S5_REQS:-$d_S5N}             # 4 KiB cached random reads through nfscached
+S5_REQS_REF=${S5_REQS_REF:-$d_S5REF}   # the same for direct and proxy (0 ms only)
+S6_FILES=${S6_FILES:-$d_S6N}           # files of the tree
+S6_FILE_SIZE=${S6_FILE_SIZE:-$d_S6SZ}  # bytes each
+MEM_FILES=${MEM_FILES:-$d_MEM}         # tiny files cached for the RSS / index-open measure
+
+# ---- state and cleanup ---------------------------------------------------
+TMP=$(mktemp -d /tmp/nfscached-bench.XXXXXX)
+EXPORT_DIR=$TMP/export
+RES=$TMP/results
+mkdir -p "$EXPORT_DIR" "$RES/raw"
+RESULTS=$RES/results.jsonl
+: > "$RESULTS"
+GANESHA_PID= PROXY_PID= RELAY_PID= NFSCACHED_PID= RPCBIND_PID=
+UP_NFS_PORT= UP_MNT_PORT= LP= LM= PP= PORT= DELAY=
+CTL=$TMP/ctl.sock
+T_START=$SECONDS
+
+log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*"; }
+
+stop_pid() {    # stop_pid PID SECONDS: SIGTERM, SIGKILL after SECONDS
+    local pid=$1 i
+    kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null; return 0; }
+    kill -TERM "$pid" 2>/dev/null
+    for ((i = 0; i < $2 * 10; i++)); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    kill -KILL "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    return 0
+}
+
+cleanup() {
+    local rc=$?
+    [ "$BASHPID" = "$$" ] || exit "$rc"
+    trap - EXIT TERM INT HUP
+    [ -n "$NFSCACHED_PID" ] && stop_pid "$NFSCACHED_PID" 20
+    [ -n "$PROXY_PID" ] && stop_pid "$PROXY_PID" 2
+    [ -n "$RELAY_PID" ] && stop_pid "$RELAY_PID" 2
+    [ -n "$GANESHA_PID" ] && stop_pid "$GANESHA_PID" 5
+    [ -n "$RPCBIND_PID" ] && stop_pid "$RPCBIND_PID" 3
+    if [ "$KEEP" = 1 ] || [ "$rc" != 0 ]; then
+        echo "temporary directory kept: $TMP"
+        [ "$KEEP" = 1 ] || rm -rf "$EXPORT_DIR" "$TMP/cache"   # the bulky parts
+    else
+        rm -rf "$TMP"
+    fi
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 143' TERM INT HUP
+
+die() { echo "run.sh: $*" >&2; exit 1; }
+
+# ---- prerequisites -------------------------------------------------------
+BENCH_PKGS="nfs-ganesha nfs-ganesha-vfs nfs-ganesha-proxy-v4 rpcbind gnuplot-nox libnfs-utils python3"
+if [ "${BENCH_NO_INSTALL:-0}" != 1 ]; then
+    . "$srcdir/tests/deps.sh"
+    if [ "$(id -u)" = 0 ]; then
+        # shellcheck disable=SC2086
+        install_missing $BENCH_PKGS || die "cannot install $BENCH_PKGS"
+    fi
+fi
+for c in ganesha.nfsd rpcinfo nfs-ls python3 timeout; do
+    command -v "$c" >/dev/null || die "$c is not installed (packages: $BENCH_PKGS)"
+done
+command -v gnuplot >/dev/null || echo "warning: gnuplot missing, no plots" >&2
+[ -x "$NFSCACHED" ] && [ -x "$NFSCACHECTL" ] || die "nfscached is not built in $top_builddir"
+[ -x "$NFSBENCH" ] || die "$NFSBENCH is not built (make bench-programs)"
+[ -x "$RELAY" ] || die "$RELAY is not built (make bench-programs)"
+[ -d /usr/lib/x86_64-linux-gnu/ganesha ] && PLUGINS_DIR=/usr/lib/x86_64-linux-gnu/ganesha ||
+    PLUGINS_DIR=$(dirname "$(find /usr/lib* -name 'libfsalproxy_v4.so' 2>/dev/null | head -n 1)")
+
+ensure_rpcbind() {
+    local i
+    rpcinfo -p >/dev/null 2>&1 && return 0
+    command -v rpcbind >/dev/null || return 1
+    rm -f /run/rpcbind.sock /run/rpcbind.lock
+    setsid unshare -n rpcbind -f </dev/null >"$TMP/rpcbind.log" 2>&1 &
+    RPCBIND_PID=$!
+    for ((i = 0; i < 50; i++)); do
+        rpcinfo -p >/dev/null 2>&1 && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+port_free() { [ -z "$(ss -Htan "( sport = :$1 )" 2>/dev/null)" ]; }
+USED_PORTS=" "
+pick_pair() {   # prints two consecutive free ports not handed out before
+    local p i
+    for ((i = 0; i < 200; i++)); do
+        p=$((20000 + RANDOM % 12000))
+        case $USED_PORTS in *" $p "*|*" $((p + 1)) "*) continue ;; esac
+        if port_free "$p" && port_free $((p + 1)); then
+            echo "$p"
+            return 0
+        fi
+    done
+    return 1
+}
+
+url() {   # url NFSPORT MNTPORT [PATH]
+    echo "nfs://127.0.0.1/export${3:+/$3}?version=3&nfsport=$1&mountport=$2"
+}
+target_url() {   # target_url TARGET [PATH]
+    case $1 in
+        direct) url "$LP" "$LM" "${2:-}" ;;
+        nfscached) url "$PORT" "$PORT" "${2:-}" ;;
+        proxy) url "$PP" $((PP + 1)) "${2:-}" ;;
+    esac
+}
+
+wait_serving() {   # wait_serving PID URL SECONDS
+    local deadline=$((SECONDS + $3))
+    while [ "$SECONDS" -lt "$deadline" ] && kill -0 "$1" 2>/dev/null; do
+        timeout 5 nfs-ls "$2" >/dev/null 2>&1 && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+# ---- the upstream: ganesha FSAL VFS, NFSv3 and NFSv4 ---------------------
+start_upstream() {
+    local d=$TMP/ganesha p
+    mkdir -p "$d/recov"
+    p=$(pick_pair) || die "no free ports"
+    UP_NFS_PORT=$p UP_MNT_PORT=$((p + 1)) USED_PORTS+="$p $((p + 1)) "
+    cat > "$d/ganesha.conf" <<EOF
+NFS_CORE_PARAM {
+    Bind_addr = 127.0.0.1;
+    NFS_Port = $UP_NFS_PORT;
+    MNT_Port = $UP_MNT_PORT;
+    Enable_NLM = false;
+    Enable_RQUOTA = false;
+    Enable_UDP = false;
+    Protocols = 3, 4;
+    mount_path_pseudo = true;
+}
+NFSv4 {
+    Graceless = true;
+    RecoveryBackend = fs;
+    RecoveryRoot = "$d/recov";
+}
+NFS_KRB5 { Active_krb5 = false; }
+MDCACHE { Use_Getattr_Directory_Invalidation = true; }
+EXPORT {
+    Export_Id = 1;
+    Path = "$EXPORT_DIR";
+    Pseudo = /export;
+    Access_Type = RW;
+    Squash = no_root_squash;
+    SecType = sys;
+    Protocols = 3, 4;
+    Transports = TCP;
+    Attr_Expiration_Time = 0;
+    FSAL { Name = VFS; }
+}
+EOF
+    setsid ganesha.nfsd -F -f "$d/ganesha.conf" -L "$d/ganesha.log" -p "$d/ganesha.pid" \
+        -N NIV_EVENT </dev/null >>"$d/ganesha.out" 2>&1 &
+    GANESHA_PID=$!
+    wait_serving "$GANESHA_PID" "$(url "$UP_NFS_PORT" "$UP_MNT_PORT")" 40 ||
+        die "upstream ganesha did not start (log: $d/ganesha.log)"
+    log "upstream ganesha pid $GANESHA_PID on $UP_NFS_PORT/$UP_MNT_PORT"
+}
+
+# ---- the relay: DELAY ms each way, for NFS and MOUNT ---------------------
+start_relay() {   # start_relay DELAY_MS
+    local p
+    [ -n "$RELAY_PID" ] && { stop_pid "$RELAY_PID" 2; RELAY_PID=; }
+    if [ -z "$LP" ]; then
+        p=$(pick_pair) || die "no free ports"
+        LP=$p LM=$((p + 1)) USED_PORTS+="$p $((p + 1)) "
+    fi
+    DELAY=$1
+    "$RELAY" "$1" "127.0.0.1:$LP=127.0.0.1:$UP_NFS_PORT" "127.0.0.1:$LM=127.0.0.1:$UP_MNT_PORT" \
+        </dev/null >>"$TMP/relay.log" 2>&1 &
+    RELAY_PID=$!
+    wait_serving "$RELAY_PID" "$(url "$LP" "$LM")" 20 || die "delay-relay did not start (log: $TMP/relay.log)"
+    log "relay pid $RELAY_PID: ${1} ms, $LP/$LM -> $UP_NFS_PORT/$UP_MNT_PORT"
+}
+
+# ---- the peer: ganesha PROXY_V4 in front of the relay --------------------
+start_proxy() {
+    local d=$TMP/proxy p
+    stop_proxy
+    rm -rf "$d"
+    mkdir -p "$d/recov"
+    if [ -z "$PP" ]; then
+        p=$(pick_pair) || die "no free ports"
+        PP=$p USED_PORTS+="$p $((p + 1)) "
+    fi
+    cat > "$d/ganesha.conf" <<EOF
+NFS_CORE_PARAM {
+    Bind_addr = 127.0.0.1;
+    NFS_Port = $PP;
+    MNT_Port = $((PP + 1));
+    Enable_NLM = false;
+    Enable_RQUOTA = false;
+    Enable_UDP = false;
+    Protocols = 3, 4;
+    Plugins_Dir = "$PLUGINS_DIR";
+    mount_path_pseudo = true;
+}
+NFSv4 {
+    Graceless = true;
+    RecoveryBackend = fs;
+    RecoveryRoot = "$d/recov";
+}
+NFS_KRB5 { Active_krb5 = false; }
+EXPORT {
+    Export_Id = 1;
+    Path = "/export";
+    Pseudo = "/export";
+    Access_Type = RW;
+    Squash = no_root_squash;
+    SecType = sys;
+    Protocols = 3, 4;
+    Transports = TCP;
+    Attr_Expiration_Time = 0;
+    FSAL {
+        Name = PROXY_V4;
+        Srv_Addr = 127.0.0.1;
+        NFS_Port = $LP;
+        Use_Privileged_Client_Port = false;
+        RPC_Client_Timeout = 30;
+    }
+}
+EOF
+    # a SIGKILLed ganesha leaves its rpcbind registrations behind and the next
+    # one then fails "Cannot register NFS V3 on TCP": drop them (clients here
+    # use explicit ports, never rpcbind)
+    local prog v
+    for prog in 100003 100005; do
+        for v in 1 3 4; do rpcinfo -d "$prog" "$v" >/dev/null 2>&1; done
+    done
+    setsid ganesha.nfsd -F -f "$d/ganesha.conf" -L "$d/ganesha.log" -p "$d/ganesha.pid" \
+        -N NIV_EVENT </dev/null >>"$d/ganesha.out" 2>&1 &
+    PROXY_PID=$!
+    wait_serving "$PROXY_PID" "$(target_url proxy)" 30 && return 0
+    [ "${1:-}" = retry ] && die "PROXY_V4 ganesha did not start (log: $d/ganesha.log)"
+    # seen once: it could not connect to the relay; restart both and retry
+    log "PROXY_V4 did not start; restarting the relay and the proxy"
+    cp "$d/ganesha.log" "$TMP/proxy-failed-$(date +%s).log"
+    start_relay "$DELAY"
+    start_proxy retry
+}
+stop_proxy() {   # it never finishes a SIGTERM: SIGKILL after 2 s
+    [ -n "$PROXY_PID" ] || return 0
+    stop_pid "$PROXY_PID" 2
+    PROXY_PID=
+}
+
+# ---- nfscached -----------------------------------------------------------
+ctl() { timeout 30 "$NFSCACHECTL" -s "$CTL" "$@"; }
+
+# start_nfscached [--keep-cache] [-o SECTION.KEY=VALUE]...: a cold start
+# (empty cache directory) unless --keep-cache.
+start_nfscached() {
+    local deadline keep=0
+    [ "${1:-}" = --keep-cache ] && { keep=1; shift; }
+    stop_nfscached
+    [ "$keep" = 1 ] || rm -rf "$TMP/cache"
+    mkdir -p "$TMP/cache"
+    cat > "$TMP/nfscached.conf" <<EOF
+[server]
+listen = 127.0.0.1:0
+secure = no
+allow = 127.0.0.0/8
+[upstream]
+url = nfs://127.0.0.1/export?nfsport=$LP&mountport=$LM
+[cache]
+dir = $TMP/cache
+write_mode = writeback
+[control]
+socket = $CTL
+[log]
+level = info
+EOF
+    echo "--- start $* (delay $DELAY ms)" >> "$TMP/nfscached.log"
+    NFSCACHED_T0=$(date +%s%N)
+    "$NFSCACHED" -f -c "$TMP/nfscached.conf" "$@" </dev/null >>"$TMP/nfscached.log" 2>&1 &
+    NFSCACHED_PID=$!
+    PORT=
+    deadline=$((SECONDS + 120))
+    while [ -z "$PORT" ] || [ "$PORT" = 0 ]; do
+        if [ "$SECONDS" -ge "$deadline" ] || ! kill -0 "$NFSCACHED_PID" 2>/dev/null; then
+            tail -n 20 "$TMP/nfscached.log" >&2
+            die "nfscached did not report a listening port"
+        fi
+        PORT=$(ctl status 2>/dev/null | awk '$1 == "listen" { sub(/.*:/, "", $2); print $2 }')
+        [ -n "$PORT" ] || sleep 0.01
+    done
+    NFSCACHED_T1=$(date +%s%N)
+    deadline=$((SECONDS + 20))
+    until ctl status 2>/dev/null | grep -qx 'upstream up'; do
+        [ "$SECONDS" -lt "$deadline" ] || { echo "nfscached: upstream not up after 20 s" >&2; break; }
+        sleep 0.05
+    done
+}
+stop_nfscached() {   # SIGTERM writes dirty data back first: allow it time
+    [ -n "$NFSCACHED_PID" ] || return 0
+    stop_pid "$NFSCACHED_PID" 300
+    NFSCACHED_PID= PORT=
+}
+cpu_ticks() {   # utime + stime of nfscached, clock ticks (/proc/PID/stat 14, 15)
+    sed 's/.*) //' "/proc/$NFSCACHED_PID/stat" 2>/dev/null | awk '{ print $12 + $13 }'
+}
+rss_kb() { awk '$1 == "VmRSS:" { print $2 }' "/proc/$NFSCACHED_PID/status" 2>/dev/null; }
+
+# ---- targets -------------------------------------------------------------
+# start_target TARGET [nfscached options]: a cold start of the target
+# (direct: nothing to start; its page cache and ganesha's caches stay warm)
+start_target() {
+    local t=$1
+    shift
+    case $t in
+        direct) : ;;
+        nfscached) start_nfscached "$@" ;;
+        proxy) start_proxy ;;
+    esac
+}
+stop_targets() { stop_nfscached; stop_proxy; }
+
+# ---- measuring -------------------------------------------------------------
+# bench ID TARGET PHASE VARIANT [EXTRA_JSON] -- NFSBENCH_ARGS... (URL last)
+# runs one nfsbench, saves its JSON, the nfscached counters and CPU time
+# around it, and appends a record to results.jsonl.
+SCEN= NRUN=0
+bench() {
+    local id=$1 target=$2 phase=$3 variant=$4 extra='{}' rc t0 t1 c0= c1= f
+    shift 4
+    if [ "$1" != -- ]; then extra=$1; shift; fi
+    shift
+    NRUN=$((NRUN + 1))
+    f=$RES/raw/$(printf '%03d' "$NRUN")-$id
+    if [ "$target" = nfscached ]; then
+        ctl stats > "$f.stats0" 2>/dev/null
+        c0=$(cpu_ticks)
+    fi
+    t0=$(date +%s%N)
+    timeout -k 5 "$CLIENT_TIMEOUT" "$NFSBENCH" --json "$@" > "$f.json" 2> "$f.err"
+    rc=$?
+    t1=$(date +%s%N)
+    if [ "$target" = nfscached ]; then
+        c1=$(cpu_ticks)
+        ctl stats > "$f.stats1" 2>/dev/null
+    fi
+    python3 "$REPORT_PY" add "$RESULTS" --id "$id" --scenario "$SCEN" --target "$target" \
+        --delay "$DELAY" --phase "$phase" --variant "$variant" --rc "$rc" \
+        --wall $(((t1 - t0) / 1000000)) --json-file "$f.json" --extra "$extra" \
+        --cmd "nfsbench $*" ${c0:+--cpu0 "$c0"} ${c1:+--cpu1 "$c1"} \
+        --stats0 "$f.stats0" --stats1 "$f.stats1" --rss "$( [ "$target" = nfscached ] && rss_kb)" \
+        --clk-tck "$(getconf CLK_TCK)"
+    if [ "$rc" != 0 ]; then
+        log "  $id: nfsbench exit status $rc: $(head -c 300 "$f.err" | tr '\n' ' ')"
+    fi
+    return 0
+}
+
+# make_file NAME MIB: a file of random data made directly in the export
+make_file() { head -c $(($2 * MiB)) /dev/urandom > "$EXPORT_DIR/$1"; }
+
+scenario_begin() { SCEN=$1; SCEN_T0=$SECONDS; log "=== $1: $2"; }
+scenario_end() {
+    local s=$((SECONDS - SCEN_T0))
+    log "=== $SCEN done in $s s"
+    echo "$SCEN $s" >> "$RES/elapsed.txt"
+}
+
+# ---- scenarios -------------------------------------------------------------
+
+# cap TARGET N [DIV]: N, or at most PROXY_CAP / DIV for the proxy over a
+# delayed link (DIV 3 for trees: a file costs several calls)
+cap() {
+    local lim=$((PROXY_CAP / ${3:-1}))
+    if [ "$1" = proxy ] && [ "$DELAY" != 0 ] && [ "$2" -gt "$lim" ]; then
+        echo "$lim"
+    else
+        echo "$2"
+    fi
+}
+
+# S1: sequential read of an S1_SIZE MiB file, 1 MiB blocks, -j 1 and -j 16,
+# cold (fresh nfscached with an empty cache; proxy restarted) then warm.
+s1() {
+    local t j
+    [ -f "$EXPORT_DIR/s1.dat" ] || make_file s1.dat "$S1_SIZE"
+    for t in $TARGETS; do
+        for j in 1 16; do
+            start_target "$t"
+            for ph in cold warm; do
+                bench "S1.$t.d$DELAY.$ph.j$j" "$t" "$ph" "j$j" -- \
+                    -w seqread -b 1m -j "$j" "$(target_url "$t" s1.dat)"
+            done
+        done
+    done
+    stop_targets
+}
+
+# S2 (W1): random 1 KiB writes then random 1 KiB reads, 1 KiB aligned, on a
+# fresh S2_SIZE MiB file per run; nfscached with partial_pages yes and no.
+s2() {
+    local t v opt
+    for t in $TARGETS; do
+        for v in default partial_yes partial_no; do
+            case $t/$v in
+                nfscached/partial_yes) opt=(-o cache.partial_pages=yes) ;;
+                nfscached/partial_no) opt=(-o cache.partial_pages=no) ;;
+                nfscached/*|*/partial_*) continue ;;
+                *) opt=() ;;
+            esac
+            make_file s2.dat "$S2_SIZE"
+            start_target "$t" "${opt[@]}"
+            bench "S2.$t.d$DELAY.$v.write" "$t" write "$v" -- -w randwrite -b 1k -a 1k \
+                -s "${S2_SIZE}m" -n "$(cap "$t" "$S2_WRITES")" -j 16 -S 1 "$(target_url "$t" s2.dat)"
+            bench "S2.$t.d$DELAY.$v.read" "$t" read "$v" -- -w randread -b 1k -a 1k \
+                -s "${S2_SIZE}m" -n "$(cap "$t" "$S2_READS")" -j 16 -S 2 "$(target_url "$t" s2.dat)"
+            stop_targets
+        done
+    done
+}
+
+# S3 (W2): random read/write, 2 KiB blocks, ratio 0.5, -j 16 on an S3_SIZE MiB
+# file: cold (fresh target), then warm (after a sequential read of the file).
+s3() {
+    local t
+    for t in $TARGETS; do
+        make_file s3.dat "$S3_SIZE"
+        start_target "$t"
+        bench "S3.$t.d$DELAY.cold" "$t" cold rndrw -- -w randrw -b 2k -a 2k -r 0.5 \
+            -s "${S3_SIZE}m" -n "$(cap "$t" "$S3_REQS")" -j 16 -S 3 "$(target_url "$t" s3.dat)"
+        bench "S3.$t.d$DELAY.prewarm" "$t" prewarm seqread -- -w seqread -b 1m -j 16 \
+            "$(target_url "$t" s3.dat)"
+        bench "S3.$t.d$DELAY.warm" "$t" warm rndrw -- -w randrw -b 2k -a 2k -r 0.5 \
+            -s "${S3_SIZE}m" -n "$(cap "$t" "$S3_REQS")" -j 16 -S 4 "$(target_url "$t" s3.dat)"
+        stop_targets
+    done
+}
+
+# S4 (W3): sequential write of S4_SIZE MiB, S4_BLOCK blocks; "32 jobs" as 4
+# files written at once by 4 nfsbench processes with -j 8 each. Through
+# nfscached the time of `nfscachectl flush` afterwards is recorded too.
+# Writes are UNSTABLE with one timed COMMIT at the end of each file.
+s4() {
+    local t i pids part t0 t1
+    part=$((S4_SIZE / 4))
+    for t in $TARGETS; do
+        start_target "$t"
+        rm -f "$EXPORT_DIR"/s4.*.dat
+        local c0= c1=
+        rm -f "$RES/raw/S4.$DELAY.stats0" "$RES/raw/S4.$DELAY.stats1"
+        if [ "$t" = nfscached ]; then ctl stats > "$RES/raw/S4.$DELAY.stats0"; c0=$(cpu_ticks); fi
+        t0=$(date +%s%N)
+        pids=()
+        for i in 1 2 3 4; do
+            bench "S4.$t.d$DELAY.part$i" "$t" part "4x8" -- -w seqwrite -b "$S4_BLOCK" \
+                -s "${part}m" -j 8 -c "$(target_url "$t" "s4.$i.dat")" &
+            pids+=($!)
+        done
+        wait "${pids[@]}"
+        t1=$(date +%s%N)
+        local flush_ms=null
+        if [ "$t" = nfscached ]; then
+            local f0 f1
+            f0=$(date +%s%N)
+            ctl flush > /dev/null
+            f1=$(date +%s%N)
+            flush_ms=$(((f1 - f0) / 1000000))
+            c1=$(cpu_ticks)
+            ctl stats > "$RES/raw/S4.$DELAY.stats1"
+        fi
+        python3 "$REPORT_PY" aggregate "$RESULTS" --id "S4.$t.d$DELAY.all" --scenario S4 \
+            --target "$t" --delay "$DELAY" --phase all --variant 4x8 \
+            --parts "S4.$t.d$DELAY.part" --wall $(((t1 - t0) / 1000000)) \
+            --extra "{\"flush_ms\": $flush_ms}" ${c0:+--cpu0 "$c0"} ${c1:+--cpu1 "$c1"} \
+            --stats0 "$RES/raw/S4.$DELAY.stats0" --stats1 "$RES/raw/S4.$DELAY.stats1" \
+            --clk-tck "$(getconf CLK_TCK)"
+        stop_targets
+        rm -f "$EXPORT_DIR"/s4.*.dat
+    done
+}
+
+# S5: 4 KiB random reads of a cached file through nfscached (warm), -j 1 and
+# -j 16: latency percentiles and nfscached CPU time per call. Direct and
+# proxy for reference at 0 ms only (S5_REQS_REF calls).
+s5() {
+    local t j n
+    [ -f "$EXPORT_DIR/s5.dat" ] || make_file s5.dat "$S1_SIZE"
+    for t in $TARGETS; do
+        n=$S5_REQS
+        if [ "$t" != nfscached ]; then
+            [ "$DELAY" = 0 ] || continue
+            n=$S5_REQS_REF
+        fi
+        start_target "$t"
+        bench "S5.$t.d$DELAY.prewarm" "$t" prewarm seqread -- -w seqread -b 1m -j 16 \
+            "$(target_url "$t" s5.dat)"
+        for j in 1 16; do
+            bench "S5.$t.d$DELAY.warm.j$j" "$t" warm "j$j" -- -w randread -b 4k -a 4k \
+                -n "$n" -j "$j" -S 5 "$(target_url "$t" s5.dat)"
+        done
+        stop_targets
+    done
+}
+
+# make_tree DIR FILES SIZE LIST: FILES files of SIZE bytes in 100 files per
+# directory under $EXPORT_DIR/DIR, their paths (relative to DIR) into LIST
+make_tree() {
+    python3 - "$EXPORT_DIR/$1" "$2" "$3" "$4" <<'EOF'
+import os, sys
+root, n, size, listfile = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+os.makedirs(root, exist_ok=True)
+blob = os.urandom(max(size, 1) + 4096)
+with open(listfile, "w") as lf:
+    for i in range(n):
+        d = "d%04d" % (i // 100)
+        if i % 100 == 0:
+            os.makedirs(os.path.join(root, d), exist_ok=True)
+        rel = "%s/f%06d" % (d, i)
+        off = i % 4096
+        with open(os.path.join(root, rel), "wb") as f:
+            f.write(blob[off:off + size])
+        lf.write(rel + "\n")
+EOF
+}
+
+# S6 (W4): read a tree of S6_FILES files whole, -j 4, cold then warm.
+s6() {
+    local t ph
+    [ -d "$EXPORT_DIR/s6" ] || make_tree s6 "$S6_FILES" "$S6_FILE_SIZE" "$TMP/s6.list"
+    for t in $TARGETS; do
+        head -n "$(cap "$t" "$S6_FILES" 3)" "$TMP/s6.list" > "$TMP/s6.$t.list"
+        start_target "$t"
+        for ph in cold warm; do
+            bench "S6.$t.d$DELAY.$ph" "$t" "$ph" tree -- -w tree -j 4 -b 1m -l "$TMP/s6.$t.list" \
+                "$(target_url "$t" s6)"
+        done
+        stop_targets
+    done
+}
+
+# MEM: RSS of nfscached after reading MEM_FILES tiny files through it, and
+# the time to open the index with that many objects at the next start.
+mem() {
+    local rss0 rss1 objs open_ms log_ms line t
+    [ -d "$EXPORT_DIR/mem" ] || make_tree mem "$MEM_FILES" 64 "$TMP/mem.list"
+    start_nfscached
+    rss0=$(rss_kb)
+    bench "MEM.nfscached.d$DELAY.read" nfscached cold tree -- -w tree -j 16 -b 1m -l "$TMP/mem.list" \
+        "$(target_url nfscached mem)"
+    rss1=$(rss_kb)
+    objs=$(ctl stats | awk '$1 == "cache.objects" { print $2 }')
+    stop_nfscached
+    local lines0
+    lines0=$(wc -l < "$TMP/nfscached.log")
+    start_nfscached --keep-cache
+    open_ms=$(((NFSCACHED_T1 - NFSCACHED_T0) / 1000000))
+    line=$(tail -n +"$((lines0 + 1))" "$TMP/nfscached.log" | grep -m 1 -E 'cache: .*: [0-9]+ objects')
+    # a warm read of the whole tree after the restart (objects revalidated)
+    bench "MEM.nfscached.d$DELAY.reread" nfscached warm tree -- -w tree -j 16 -b 1m -l "$TMP/mem.list" \
+        "$(target_url nfscached mem)"
+    local rss2
+    rss2=$(rss_kb)
+    stop_nfscached
+    python3 "$REPORT_PY" note "$RESULTS" --id "MEM.summary" --scenario MEM --delay "$DELAY" \
+        --extra "{\"files\": $MEM_FILES, \"rss_start_kb\": ${rss0:-null}, \"rss_after_kb\": ${rss1:-null},
+                 \"rss_after_restart_reread_kb\": ${rss2:-null}, \"cache_objects\": ${objs:-null},
+                 \"start_to_status_ms\": $open_ms, \"index_log_line\": \"$(echo "$line" | tr -d '"\\')\"}"
+}
+
+# ---- main ------------------------------------------------------------------
+# A build with sanitizers measures the sanitizers: benchmark an optimised
+# build of the same sources instead (out of tree, in $TMP/build).
+ASAN=0
+if ldd "$NFSCACHED" 2>/dev/null | grep -q libasan; then
+    log "nfscached in $top_builddir is an ASan/UBSan build: building an -O2 one in $TMP/build"
+    mkdir -p "$TMP/build"
+    # the tracked files as they are in the working tree (a configured source
+    # tree cannot host a second, out-of-tree build)
+    if (cd "$srcdir" && git ls-files -z | tar --null -T - -cf -) | tar -xf - -C "$TMP/build" &&
+        (cd "$TMP/build" && autoreconf -fi && ./configure CFLAGS="-O2 -g" --disable-e2e-tests \
+            --with-systemdsystemunitdir=no && make -j2 nfscached nfscachectl) \
+            > "$TMP/build.log" 2>&1; then
+        NFSCACHED=$TMP/build/nfscached
+        NFSCACHECTL=$TMP/build/nfscachectl
+    else
+        log "warning: the -O2 build failed (see $TMP/build.log): using the ASan build, slower"
+        ASAN=1
+    fi
+fi
+ensure_rpcbind || die "no rpcbind for ganesha to register with"
+start_upstream
+cat > "$RES/params.json" <<EOF
+{"quick": $QUICK, "nfscached_asan_build": $ASAN, "PROXY_CAP_at_5ms": $PROXY_CAP, "scenarios": "$SCENARIOS", "delays": "$DELAYS", "targets": "$TARGETS",
+ "S1_SIZE_MiB": $S1_SIZE, "S2_SIZE_MiB": $S2_SIZE, "S2_WRITES": $S2_WRITES, "S2_READS": $S2_READS,
+ "S3_SIZE_MiB": $S3_SIZE, "S3_REQS": $S3_REQS, "S4_SIZE_MiB": $S4_SIZE, "S4_BLOCK": "$S4_BLOCK",
+ "S5_REQS": $S5_REQS, "S5_REQS_REF": $S5_REQS_REF, "S6_FILES": $S6_FILES,
+ "S6_FILE_SIZE": $S6_FILE_SIZE, "MEM_FILES": $MEM_FILES}
+EOF
+
+for sc in $SCENARIOS; do
+    case $sc in
+        S1) desc="sequential read ${S1_SIZE} MiB, 1 MiB blocks" ;;
+        S2) desc="W1: ${S2_WRITES} random 1 KiB writes then ${S2_READS} 1 KiB reads, ${S2_SIZE} MiB" ;;
+        S3) desc="W2: randrw 2 KiB, ratio 0.5, -j 16, ${S3_REQS} calls on ${S3_SIZE} MiB" ;;
+        S4) desc="W3: seqwrite ${S4_SIZE} MiB, 4 files x -j 8, $S4_BLOCK blocks" ;;
+        S5) desc="cached 4 KiB randread latency and CPU per call" ;;
+        S6) desc="W4: tree of $S6_FILES files x $S6_FILE_SIZE B, -j 4" ;;
+        MEM) desc="RSS and index open time with $MEM_FILES cached files" ;;
+        *) echo "unknown scenario $sc" >&2; continue ;;
+    esac
+    scenario_begin "$sc" "$desc"
+    if [ "$sc" = MEM ]; then
+        start_relay 0
+        mem
+    else
+        for dl in $DELAYS; do
+            start_relay "$dl"
+            log "--- $sc at $dl ms"
+            "$(echo "$sc" | tr 'S' 's')"
+        done
+    fi
+    scenario_end
+done
+
+TOTAL=$((SECONDS - T_START))
+log "all scenarios done in $TOTAL s; writing the report to $OUT"
+mkdir -p "$OUT/bench"
+python3 "$REPORT_PY" report "$RESULTS" --params "$RES/params.json" --elapsed "$RES/elapsed.txt" \
+    --total "$TOTAL" --srcdir "$srcdir" --out "$OUT" || die "report.py failed"
+log "wrote $OUT/BENCHMARKS.md, $OUT/bench/results.json and plots"
