@@ -16,8 +16,8 @@
 #include <unistd.h>
 
 #include "cache/backing.h"
-#include "daemon/log.h"
-#include "daemon/stats.h"
+#include "common/log.h"
+#include "common/stats.h"
 
 static char backing_dir[4096];
 static char graveyard_dir[4096];

@@ -18,8 +18,9 @@
 #include "cache/cache.h"
 #include "cache/cache_int.h"
 #include "cache/worker.h"
-#include "daemon/log.h"
-#include "daemon/stats.h"
+#include "common/log.h"
+#include "common/stats.h"
+#include "common/xalloc.h"
 
 #ifndef MAX_OPEN_BACKING
 #define MAX_OPEN_BACKING 1024      /* backing files kept open, least recently used closed */
@@ -90,10 +91,7 @@ int remove_range(uint64_t start, uint64_t end, void *ctx)
 void table_grow(void)
 {
 	size_t n = C.nbuckets ? C.nbuckets * 2 : HASH_BUCKETS_MIN;
-	struct cache_object **b = calloc(n, sizeof(*b));
-
-	if (!b)
-		abort();
+	struct cache_object **b = xcalloc(n, sizeof(*b));
 	for (size_t i = 0; i < C.nbuckets; i++) {
 		struct cache_object *o = C.buckets[i], *next;
 		for (; o; o = next) {
@@ -110,10 +108,7 @@ void table_grow(void)
 
 struct cache_object *object_new(uint64_t id, const uint8_t *fh, uint32_t fh_len)
 {
-	struct cache_object *o = calloc(1, sizeof(*o));
-
-	if (!o)
-		abort();
+	struct cache_object *o = xcalloc(1, sizeof(*o));
 	o->magic = CACHE_OBJECT_MAGIC;
 	o->id = id;
 	memcpy(o->fh, fh, fh_len);
@@ -194,7 +189,7 @@ struct cache_object *cache_get(const uint8_t *fh, uint32_t fh_len)
 	return o;
 }
 
-const struct nfsd_config *cache_config(void)
+const struct cache_config *cache_config(void)
 {
 	return C.cfg;
 }
@@ -338,7 +333,7 @@ void cache_truncate(struct cache_object *o, uint64_t size)
 int cache_attrs_fresh(const struct cache_object *o)
 {
 	return o->coh.known && o->have_attrs &&
-	       ev_now(C.loop) - o->attr_time <= (double)C.cfg->cache_acregmax;
+	       ev_now(C.loop) - o->attr_time <= (double)C.cfg->acregmax;
 }
 
 static uint32_t gids_hash(const struct rpc_cred *cred)
@@ -361,7 +356,7 @@ void cache_access_record(struct cache_object *o, const struct rpc_cred *cred, ui
 	for (int i = 0; i < CACHE_ACCESS_SLOTS; i++) {
 		if (access_same(&o->access[i], cred)) {
 			slot = &o->access[i];
-			if (ev_now(C.loop) - slot->time <= (double)C.cfg->cache_acregmax)
+			if (ev_now(C.loop) - slot->time <= (double)C.cfg->acregmax)
 				known = slot->granted & ~asked;
 			break;
 		}
@@ -387,7 +382,7 @@ int cache_access_granted(const struct cache_object *o, const struct rpc_cred *cr
 		const struct cache_access *a = &o->access[i];
 		if (access_same(a, cred))
 			return (a->granted & bits) == bits &&
-			       ev_now(C.loop) - a->time <= (double)C.cfg->cache_acregmax;
+			       ev_now(C.loop) - a->time <= (double)C.cfg->acregmax;
 	}
 	return 0;
 }
@@ -631,10 +626,7 @@ static void read_job_done(void *arg)
 static void read_async(struct cache_object *o, uint64_t offset, void *buf, uint32_t len,
 		       void (*done)(void *arg, int rc), void *arg, int raw)
 {
-	struct read_job *j = calloc(1, sizeof(*j));
-
-	if (!j)
-		abort();
+	struct read_job *j = xcalloc(1, sizeof(*j));
 	if (raw)
 		object_fd(o);
 	j->raw = raw;

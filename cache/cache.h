@@ -18,8 +18,8 @@
 #include <stdint.h>
 
 #include "cache/extent.h"
-#include "daemon/conf.h"
-#include "proto/list.h"
+#include "cache/cache_config.h"
+#include "common/list.h"
 #include "proto/nfs.h"
 #include "proto/rpc_msg.h"
 
@@ -103,12 +103,12 @@ struct cache_waiter {
 };
 
 /*
- * Open the cache under cfg->cache_dir for volume "SERVER:EXPORT": backing
+ * Open the cache under cfg->dir for volume "SERVER:EXPORT": backing
  * directories, the index (reset when unusable), the objects it holds.
  * Returns 0 or -errno after logging.  Uses a worker pool of its own for
  * fdatasync and index commits.
  */
-int cache_init(struct ev_loop *loop, const struct nfsd_config *cfg, const char *volume);
+int cache_init(struct ev_loop *loop, const struct cache_config *cfg, const char *volume);
 
 /* Commit everything to the index and close.  Blocks (shutdown only). */
 void cache_finalise(void);
@@ -324,6 +324,6 @@ void cache_space_check(void);
 int cache_cull_now(void (*done)(void *arg, const struct cache_space *space), void *arg);
 
 /* The volume's configuration. */
-const struct nfsd_config *cache_config(void);
+const struct cache_config *cache_config(void);
 
 #endif

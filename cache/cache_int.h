@@ -12,14 +12,14 @@
 
 #include "cache/cache.h"
 #include "cache/extent.h"
-#include "proto/list.h"
+#include "common/list.h"
 
 struct cache_index;
 struct worker_pool;
 
 struct cache_state {
 	struct ev_loop *loop;
-	const struct nfsd_config *cfg;
+	const struct cache_config *cfg;
 	char *volume;
 	struct cache_index *index;
 	struct worker_pool *workers;

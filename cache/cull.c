@@ -29,8 +29,9 @@
 #include "cache/cache_int.h"
 #include "cache/index.h"
 #include "cache/worker.h"
-#include "daemon/log.h"
-#include "daemon/stats.h"
+#include "common/log.h"
+#include "common/stats.h"
+#include "common/xalloc.h"
 
 #define SPACE_CHECK_S 1.0                  /* statvfs at least this often */
 #define SPACE_CHECK_BYTES (4u << 20)       /* and after this many bytes stored */
@@ -94,7 +95,7 @@ static uint64_t bavail_now(void)
 
 static uint64_t max_avail(void)
 {
-	uint64_t m = C.cfg->cache_max_size;
+	uint64_t m = C.cfg->max_size;
 
 	return m > stats.cache_bytes ? m - stats.cache_bytes : 0;
 }
@@ -103,9 +104,9 @@ static void measure(void)
 {
 	struct statvfs v;
 
-	if (statvfs(C.cfg->cache_dir, &v) != 0) {
+	if (statvfs(C.cfg->dir, &v) != 0) {
 		if (!S.logged_statvfs++)
-			log_error("cull: statvfs %s: %s: free space not watched", C.cfg->cache_dir,
+			log_error("cull: statvfs %s: %s: free space not watched", C.cfg->dir,
 				  strerror(errno));
 		return;
 	}
@@ -126,21 +127,21 @@ struct deficit {
 
 static struct deficit deficit(void)
 {
-	const struct nfsd_config *cfg = C.cfg;
+	const struct cache_config *cfg = C.cfg;
 	struct deficit d = { 0, 0, 0 };
 
 	if (S.measured) {
-		uint64_t want = pct_of(S.btotal, cfg->cache_brun), have = bavail_now();
+		uint64_t want = pct_of(S.btotal, cfg->brun), have = bavail_now();
 		if (have < want)
 			d.disk = want - have;
-		want = pct_of(S.ftotal, cfg->cache_frun);
+		want = pct_of(S.ftotal, cfg->frun);
 		if (S.ftotal && S.favail < want)
 			d.files = want - S.favail;
 	}
-	uint64_t ms = cfg->cache_max_size;
+	uint64_t ms = cfg->max_size;
 	if (ms) {
 		/* cache.bytes must come down to max_size less brun percent */
-		uint64_t target = ms - pct_of(ms, cfg->cache_brun);
+		uint64_t target = ms - pct_of(ms, cfg->brun);
 		if (stats.cache_bytes > target)
 			d.valid = stats.cache_bytes - target;
 	}
@@ -196,14 +197,14 @@ static void run_start(const char *why)
 /* The thresholds against the last measurement: the state, runs started and ended. */
 static void evaluate(void)
 {
-	const struct nfsd_config *cfg = C.cfg;
-	uint64_t b = bavail_now(), m = max_avail(), ms = cfg->cache_max_size;
-	int stop = (S.measured && (below(b, S.btotal, cfg->cache_bstop) ||
-				   below(S.favail, S.ftotal, cfg->cache_fstop))) ||
-		   (ms && below(m, ms, cfg->cache_bstop));
-	int due = (S.measured && (below(b, S.btotal, cfg->cache_bcull) ||
-				  below(S.favail, S.ftotal, cfg->cache_fcull))) ||
-		  (ms && below(m, ms, cfg->cache_bcull));
+	const struct cache_config *cfg = C.cfg;
+	uint64_t b = bavail_now(), m = max_avail(), ms = cfg->max_size;
+	int stop = (S.measured && (below(b, S.btotal, cfg->bstop) ||
+				   below(S.favail, S.ftotal, cfg->fstop))) ||
+		   (ms && below(m, ms, cfg->bstop));
+	int due = (S.measured && (below(b, S.btotal, cfg->bcull) ||
+				  below(S.favail, S.ftotal, cfg->fcull))) ||
+		  (ms && below(m, ms, cfg->bcull));
 
 	if (stop != S.stopped)
 		log_limited(LOG_LEVEL_INFO, "cull: %s: free blocks %u%%, files %u%%, cache.bytes %llu",
@@ -236,10 +237,9 @@ struct bury_job {
 
 static struct bury_job *bury_job_new(size_t cap)
 {
-	struct bury_job *b = calloc(1, sizeof(*b));
+	struct bury_job *b = xcalloc(1, sizeof(*b));
 
-	if (!b || !(b->ids = calloc(cap ? cap : 1, sizeof(*b->ids))))
-		abort();
+	b->ids = xcalloc(cap, sizeof(*b->ids));
 	return b;
 }
 
@@ -432,9 +432,7 @@ static int scan_row(uint64_t id, const char *volume, int has_ranges, void *ctx)
 
 	if (j->n == j->cap) {
 		j->cap = j->cap ? 2 * j->cap : 1024;
-		j->rows = realloc(j->rows, j->cap * sizeof(*j->rows));
-		if (!j->rows)
-			abort();
+		j->rows = xreallocarray(j->rows, j->cap, sizeof(*j->rows));
 	}
 	j->rows[j->n++] = (struct row){ id, strcmp(volume, C.volume) == 0, has_ranges, 0 };
 	return 0;
@@ -461,9 +459,7 @@ static int reconcile_file(uint64_t id, const char *path, void *ctx)
 		 * before its first batch: the loop tells them apart */
 		if (j->n_late == j->cap_late) {
 			j->cap_late = j->cap_late ? 2 * j->cap_late : 64;
-			j->late = realloc(j->late, j->cap_late * sizeof(*j->late));
-			if (!j->late)
-				abort();
+			j->late = xreallocarray(j->late, j->cap_late, sizeof(*j->late));
 		}
 		j->late[j->n_late++] = id;
 		return 0;
@@ -493,9 +489,7 @@ static void reconcile_work(void *arg)
 		struct row *r = &j->rows[i];
 		if (r->ours && r->has_ranges && !r->seen && r->id <= j->max_id) {
 			if (!j->orphan_rows) {
-				j->orphan_rows = calloc(j->n, sizeof(*j->orphan_rows));
-				if (!j->orphan_rows)
-					abort();
+				j->orphan_rows = xcalloc(j->n, sizeof(*j->orphan_rows));
 			}
 			j->orphan_rows[j->n_orphan_rows++] = r->id;
 		}
@@ -530,9 +524,7 @@ static void collect_live(struct cache_object *o, void *arg)
 		return;
 	if (lc->n == lc->cap) {
 		lc->cap = lc->cap ? 2 * lc->cap : 64;
-		lc->ids = realloc(lc->ids, lc->cap * sizeof(*lc->ids));
-		if (!lc->ids)
-			abort();
+		lc->ids = xreallocarray(lc->ids, lc->cap, sizeof(*lc->ids));
 	}
 	lc->ids[lc->n++] = o->id;
 }
@@ -587,9 +579,7 @@ static void reconcile_done(void *arg)
 	/* objects are only removed while the index is ours: no batch holds them */
 	if (j->n_orphan_rows) {
 		struct orphan_ctx oc = { j->orphan_rows, j->n_orphan_rows, NULL, 0 };
-		oc.found = calloc(j->n_orphan_rows, sizeof(*oc.found));
-		if (!oc.found)
-			abort();
+		oc.found = xcalloc(j->n_orphan_rows, sizeof(*oc.found));
 		cache_foreach(find_orphan, &oc);
 		for (size_t i = 0; i < oc.n_found; i++) {
 			struct cache_object *o = oc.found[i];
@@ -615,7 +605,7 @@ static void reconcile_done(void *arg)
 	if (j->rc == 0)
 		log_info("cache: reconciled with %s: %zu orphan backing files and %zu index rows "
 			 "without a file removed, %zu graveyard entries deleted%s",
-			 C.cfg->cache_dir, j->orphan_files + late, removed, j->purged,
+			 C.cfg->dir, j->orphan_files + late, removed, j->purged,
 			 j->other_files ? " (files not named as objects left alone)" : "");
 	free(j->late);
 	free(j->rows);
@@ -641,17 +631,13 @@ static void step_start(void)
 	S.step = 1;
 	C.commit_running = INDEX_HELD_CULL;
 	if (S.reconcile) {
-		struct reconcile_job *j = calloc(1, sizeof(*j));
-		if (!j)
-			abort();
+		struct reconcile_job *j = xcalloc(1, sizeof(*j));
 		S.reconcile = 0;
 		j->max_id = C.max_id_at_start;
 		worker_submit(C.workers, reconcile_work, reconcile_done, j);
 		return;
 	}
-	struct lru_job *j = calloc(1, sizeof(*j));
-	if (!j)
-		abort();
+	struct lru_job *j = xcalloc(1, sizeof(*j));
 	j->cur = S.cur;
 	worker_submit(C.workers, lru_work, lru_done, j);
 }
@@ -708,20 +694,20 @@ int space_may_store(uint64_t len)
 {
 	if (!C.cfg)
 		return 1;
-	uint64_t ms = C.cfg->cache_max_size;
+	uint64_t ms = C.cfg->max_size;
 	if (ms) {
 		evaluate();   /* cache.bytes against max_size: no syscall */
-		if (stats.cache_bytes + len > ms - pct_of(ms, C.cfg->cache_bstop))
+		if (stats.cache_bytes + len > ms - pct_of(ms, C.cfg->bstop))
 			return 0;
 	}
 	if (S.stopped)
 		return 0;
 	len = PAGE_ROUND(len);   /* what file systems allocate */
-	if (S.measured && bavail_now() < pct_of(S.btotal, C.cfg->cache_bstop) + len) {
+	if (S.measured && bavail_now() < pct_of(S.btotal, C.cfg->bstop) + len) {
 		/* close to bstop: the estimate is not enough */
 		measure();
 		evaluate();
-		if (S.stopped || bavail_now() < pct_of(S.btotal, C.cfg->cache_bstop) + len)
+		if (S.stopped || bavail_now() < pct_of(S.btotal, C.cfg->bstop) + len)
 			return 0;
 	}
 	S.stored_since += len;
@@ -734,7 +720,7 @@ int space_may_store(uint64_t len)
 
 void space_stored(void)
 {
-	if (C.cfg && C.cfg->cache_max_size)
+	if (C.cfg && C.cfg->max_size)
 		evaluate();   /* cache.bytes against max_size: no syscall */
 }
 
@@ -795,9 +781,7 @@ int cache_cull_now(void (*done)(void *arg, const struct cache_space *space), voi
 	struct deficit d = deficit();
 	if (!S.culling && deficit_none(&d))
 		return 0;
-	struct cull_waiter *w = calloc(1, sizeof(*w));
-	if (!w)
-		abort();
+	struct cull_waiter *w = xcalloc(1, sizeof(*w));
 	w->done = done;
 	w->arg = arg;
 	if (S.culling) {

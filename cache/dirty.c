@@ -17,8 +17,9 @@
 #include "cache/backing.h"
 #include "cache/cache.h"
 #include "cache/cache_int.h"
-#include "daemon/log.h"
-#include "daemon/stats.h"
+#include "common/log.h"
+#include "common/stats.h"
+#include "common/xalloc.h"
 
 uint64_t dirty_bytes(const struct cache_object *o)
 {
@@ -157,9 +158,7 @@ int cache_write_local(struct cache_object *o, uint64_t offset, const void *data,
 	assert(offset <= size || offset - size <= CACHE_WRITE_GAP_MAX);
 	if (offset > size) {
 		/* what extending the file leaves between: zeros, not the client's bytes */
-		void *zeros = calloc(1, (size_t)(offset - size));
-		if (!zeros)
-			abort();
+		void *zeros = xcalloc(1, (size_t)(offset - size));
 		rc = backing_write(fd, zeros, (size_t)(offset - size), size);
 		free(zeros);
 		if (rc == -ENOSPC || rc == -EDQUOT)
@@ -207,9 +206,7 @@ uint64_t *cache_dirty_take(struct cache_object *o, size_t *n)
 	*n = o->dirty.count;
 	if (*n == 0)
 		return NULL;
-	ranges = calloc(*n * 2, sizeof(*ranges));
-	if (!ranges)
-		abort();
+	ranges = xcalloc(*n * 2, sizeof(*ranges));
 	p = ranges;
 	uint64_t before = dirty_bytes(o);
 	extent_set_foreach(&o->dirty, collect_range, &p);

@@ -17,6 +17,7 @@
 #include <bsd/sys/tree.h>
 
 #include "cache/extent.h"
+#include "common/xalloc.h"
 
 struct extent_node {
 	RB_ENTRY(extent_node) entry;
@@ -82,15 +83,6 @@ static struct extent_node *node_first_end_from(const struct extent_set *s, uint6
 		return node_next(n);
 	struct extent_tree t = tree_of(s);
 	return RB_MIN(extent_tree, &t);
-}
-
-static void *xmalloc(size_t size)
-{
-	void *p = malloc(size);
-
-	if (!p)
-		abort();
-	return p;
 }
 
 static void node_insert(struct extent_set *s, uint64_t start, uint64_t end)

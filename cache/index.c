@@ -23,7 +23,8 @@
 #include <sqlite3.h>
 
 #include "cache/index.h"
-#include "daemon/log.h"
+#include "common/log.h"
+#include "common/xalloc.h"
 
 /* Bump on any change to the tables below: an index of another version is reset. */
 #define INDEX_SCHEMA_VERSION 2
@@ -329,11 +330,10 @@ void index_close(struct cache_index *ix)
 /* Returns NULL, after logging why, when `path` is not a usable index. */
 static struct cache_index *index_try_open(const char *path)
 {
-	struct cache_index *ix = calloc(1, sizeof(*ix));
+	struct cache_index *ix = xcalloc(1, sizeof(*ix));
 	int rc;
 
-	if (!ix || !(ix->path = strdup(path)))
-		abort();
+	ix->path = xstrdup(path);
 	/* One thread at a time (index.h), so sqlite's own mutexes are not needed. */
 	rc = sqlite3_open_v2(path, &ix->db,
 			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
@@ -444,9 +444,7 @@ static void index_pairs_append(struct index_pairs *p, size_t n, int64_t start, i
 {
 	if (n == p->cap) {
 		p->cap = p->cap ? 2 * p->cap : 64;
-		p->v = realloc(p->v, p->cap * 2 * sizeof(*p->v));
-		if (!p->v)
-			abort();
+		p->v = xreallocarray(p->v, p->cap * 2, sizeof(*p->v));
 	}
 	p->v[2 * n] = u64_from_db(start);
 	p->v[2 * n + 1] = u64_from_db(end);

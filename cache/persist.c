@@ -22,8 +22,9 @@
 #include "cache/cache_int.h"
 #include "cache/index.h"
 #include "cache/worker.h"
-#include "daemon/log.h"
-#include "daemon/stats.h"
+#include "common/log.h"
+#include "common/stats.h"
+#include "common/xalloc.h"
 
 #define COMMIT_INTERVAL_S 1.0
 
@@ -39,9 +40,7 @@ void commit_delete(uint64_t id)
 {
 	if (C.n_deletes == C.cap_deletes) {
 		C.cap_deletes = C.cap_deletes ? 2 * C.cap_deletes : 256;
-		C.deletes = realloc(C.deletes, C.cap_deletes * sizeof(*C.deletes));
-		if (!C.deletes)
-			abort();
+		C.deletes = xreallocarray(C.deletes, C.cap_deletes, sizeof(*C.deletes));
 	}
 	C.deletes[C.n_deletes++] = id;
 }
@@ -52,9 +51,7 @@ void commit_sync_fd(int fd)
 {
 	if (C.n_sync_fds == C.cap_sync_fds) {
 		C.cap_sync_fds = C.cap_sync_fds ? 2 * C.cap_sync_fds : 64;
-		C.sync_fds = realloc(C.sync_fds, C.cap_sync_fds * sizeof(*C.sync_fds));
-		if (!C.sync_fds)
-			abort();
+		C.sync_fds = xreallocarray(C.sync_fds, C.cap_sync_fds, sizeof(*C.sync_fds));
 	}
 	C.sync_fds[C.n_sync_fds++] = fd;
 }
@@ -135,15 +132,11 @@ void commit_start(void)
 		n++;
 		nranges += o->valid.count + o->dirty.count + o->commit.count;
 	}
-	struct commit_job *job = calloc(1, sizeof(*job));
-	if (!job)
-		abort();
-	job->recs = calloc(n, sizeof(*job->recs));
-	job->objs = calloc(n, sizeof(*job->objs));
-	job->fds = calloc(n + C.n_sync_fds, sizeof(*job->fds));
-	job->ranges = calloc(nranges * 2 + 2, sizeof(*job->ranges));
-	if (!job->recs || !job->fds || !job->ranges)
-		abort();
+	struct commit_job *job = xcalloc(1, sizeof(*job));
+	job->recs = xcalloc(n, sizeof(*job->recs));
+	job->objs = xcalloc(n, sizeof(*job->objs));
+	job->fds = xcalloc(n + C.n_sync_fds, sizeof(*job->fds));
+	job->ranges = xcalloc(nranges * 2 + 2, sizeof(*job->ranges));
 	uint64_t *rp = job->ranges;
 	/* removals first: a culled object's (volume, fh) may come back under a
 	 * new id in the same batch */
@@ -280,7 +273,7 @@ static int load_one(const struct index_record *r, void *ctx)
 	return 0;
 }
 
-int cache_init(struct ev_loop *loop, const struct nfsd_config *cfg, const char *volume)
+int cache_init(struct ev_loop *loop, const struct cache_config *cfg, const char *volume)
 {
 	char lock_path[4200];
 	int reset = 0, rc;
@@ -293,34 +286,34 @@ int cache_init(struct ev_loop *loop, const struct nfsd_config *cfg, const char *
 	list_init(&C.dirty);
 	list_init(&C.open_fds);
 	list_init(&C.wb_list);
-	if ((rc = backing_init(cfg->cache_dir)) != 0)
+	if ((rc = backing_init(cfg->dir)) != 0)
 		goto fail;
 	/* one daemon per cache directory: another would reset an index it
 	 * finds locked, and the two would write the same backing files */
-	snprintf(lock_path, sizeof(lock_path), "%s/lock", cfg->cache_dir);
+	snprintf(lock_path, sizeof(lock_path), "%s/lock", cfg->dir);
 	C.lock_fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (C.lock_fd < 0 || flock(C.lock_fd, LOCK_EX | LOCK_NB) != 0) {
 		rc = errno == EWOULDBLOCK ? -EBUSY : -errno;
-		log_error("cache: %s is in use by another nfscached", cfg->cache_dir);
+		log_error("cache: %s is in use by another nfscached", cfg->dir);
 		goto fail;
 	}
-	C.index = index_open(cfg->cache_dir, &reset);
+	C.index = index_open(cfg->dir, &reset);
 	if (!C.index) {
 		rc = -EIO;
 		goto fail;
 	}
-	C.volume = strdup(volume);
+	C.volume = xstrdup(volume);
 	table_grow();
 	if (reset) {
 		log_warning("cache: index in %s was unusable: starting with an empty cache",
-			    cfg->cache_dir);
-		if ((rc = backing_retire_all(cfg->cache_dir)) != 0)
+			    cfg->dir);
+		if ((rc = backing_retire_all(cfg->dir)) != 0)
 			log_error("cache: cannot move the old backing files of %s away: %s",
-				  cfg->cache_dir, strerror(-rc));
+				  cfg->dir, strerror(-rc));
 	}
 	if (!reset && index_load(C.index, load_one, NULL) != 0)
 		log_warning("cache: index in %s could not be read fully: using what was read",
-			    cfg->cache_dir);
+			    cfg->dir);
 	uint64_t max_id = index_max_id(C.index);
 	if (max_id >= C.next_id)
 		C.next_id = max_id + 1;
@@ -335,7 +328,7 @@ int cache_init(struct ev_loop *loop, const struct nfsd_config *cfg, const char *
 	ev_timer_init(&C.commit_timer, commit_timer_cb, COMMIT_INTERVAL_S, COMMIT_INTERVAL_S);
 	ev_timer_start(loop, &C.commit_timer);
 	ev_unref(loop);   /* the batch timer alone does not keep the loop running */
-	log_info("cache: %s: %zu objects, %llu bytes", cfg->cache_dir, C.count,
+	log_info("cache: %s: %zu objects, %llu bytes", cfg->dir, C.count,
 		 (unsigned long long)stats.cache_bytes);
 	return 0;
 

@@ -17,7 +17,8 @@
 #include <string.h>
 
 #include "cache/worker.h"
-#include "daemon/log.h"
+#include "common/log.h"
+#include "common/xalloc.h"
 
 #define WORKER_THREADS_MAX 16
 
@@ -170,12 +171,10 @@ static int worker_start_threads(struct worker_pool *pool, unsigned threads)
 
 struct worker_pool *worker_pool_new(struct ev_loop *loop, unsigned threads)
 {
-	struct worker_pool *pool = calloc(1, sizeof(*pool));
+	struct worker_pool *pool = xcalloc(1, sizeof(*pool));
 	int err;
 
 	assert(loop && threads >= 1 && threads <= WORKER_THREADS_MAX);
-	if (!pool)
-		abort();
 	pool->loop = loop;
 	if (pthread_mutex_init(&pool->lock, NULL) || pthread_cond_init(&pool->job_ready, NULL) ||
 	    pthread_cond_init(&pool->job_finished, NULL))
@@ -199,11 +198,9 @@ struct worker_pool *worker_pool_new(struct ev_loop *loop, unsigned threads)
 int worker_submit(struct worker_pool *pool, void (*work)(void *arg), void (*done)(void *arg),
 		  void *arg)
 {
-	struct worker_job *job = malloc(sizeof(*job));
+	struct worker_job *job = xmalloc(sizeof(*job));
 
 	assert(pool && work);
-	if (!job)
-		abort();
 	job->work = work;
 	job->done = done;
 	job->arg = arg;

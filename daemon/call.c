@@ -9,14 +9,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cache/cache.h"
 #include "daemon/call.h"
 #include "daemon/conn.h"
-#include "daemon/log.h"
+#include "daemon/handlers.h"
+#include "common/log.h"
 #include "daemon/netaddr.h"
 #include "daemon/nfsd.h"
-#include "daemon/stats.h"
+#include "common/stats.h"
 #include "proto/xdr_util.h"
+#include "common/xalloc.h"
 
 #define NOBODY 65534u
 #define REPLY_MAX_BYTES (64u << 20)   /* bound on one encoded reply */
@@ -29,10 +30,8 @@ static void call_free(struct nfsd_call *call)
 		list_del(&call->conn_link);
 		conn_call_done(call->conn, call->charge);
 	}
-	if (call->cache_obj)
-		call->cache_obj->changes_in_flight--;
-	if (call->removing)
-		call->removing->busy--;
+	if (call->desc && nfsd_proc_of(call->desc)->free)
+		nfsd_proc_of(call->desc)->free(call);
 	if (call->args_zdr_live)
 		zdr_destroy(&call->args_zdr);
 	free(call->args);
@@ -165,9 +164,7 @@ void call_reply_jukebox(struct nfsd_call *call)
 	}
 	/* Every NFSv3 result starts with nfsstat3; the zeroed failure arm
 	 * encodes as "no attributes follow". */
-	void *res = calloc(1, call->desc->res_size);
-	if (!res)
-		abort();
+	void *res = xcalloc(1, call->desc->res_size);
 	*(uint32_t *)res = NFS3ERR_JUKEBOX_STATUS;
 	if (call->drc) {   /* the retry must run the call */
 		drc_abandon(nfsd.drc, call->drc);
@@ -271,12 +268,10 @@ static int call_check_drc(struct nfsd_call *call, const uint8_t *args, size_t ar
 
 void call_dispatch(struct nfsd_conn *conn, uint8_t *record, size_t len)
 {
-	struct nfsd_call *call = calloc(1, sizeof(*call));
+	struct nfsd_call *call = xcalloc(1, sizeof(*call));
 	enum proc_lookup_status why;
 	uint32_t low = 0, high = 0;
 
-	if (!call)
-		abort();
 	call->magic = CALL_MAGIC;
 	call->conn = conn;
 	list_add_tail(&conn->calls, &call->conn_link);
@@ -317,9 +312,7 @@ void call_dispatch(struct nfsd_conn *conn, uint8_t *record, size_t len)
 		return;
 
 	if (call->desc->decode_args) {
-		call->args = calloc(1, call->desc->args_size);
-		if (!call->args)
-			abort();
+		call->args = xcalloc(1, call->desc->args_size);
 		zdrmem_create(&call->args_zdr, (char *)args, (uint32_t)args_len, ZDR_DECODE);
 		call->args_zdr_live = 1;
 		if (!call->desc->decode_args(&call->args_zdr, call->args) ||
@@ -338,5 +331,5 @@ void call_dispatch(struct nfsd_conn *conn, uint8_t *record, size_t len)
 	squash(&call->cred);
 	log_debug("call %s xid 0x%08x from %s uid %u", call->desc->name, call->hdr.xid,
 		  conn->peer_str, call->cred.uid);
-	call->desc->handler(call);
+	nfsd_proc_of(call->desc)->handler(call);
 }

@@ -16,7 +16,7 @@
 #include <ev.h>
 
 #include "proto/drc.h"
-#include "proto/list.h"
+#include "common/list.h"
 #include "proto/proc.h"
 #include "proto/rpc_msg.h"
 
@@ -41,8 +41,8 @@ struct nfsd_call {
 	ev_tstamp start;              /* arrival, loop time */
 	void (*fixup)(struct nfsd_call *call, void *res);  /* on the upstream result, before encoding */
 	uint64_t seq;                 /* cache_seq() when the call was forwarded */
-	struct cache_object *cache_obj;  /* its changes_in_flight counts this call */
-	struct cache_object *removing;   /* REMOVE of this file's last link (holds o->busy) */
+	struct cache_object *held;    /* what the handler holds for the call, released by
+				       * its row's free function (daemon/procs.c) */
 };
 
 /*

@@ -15,7 +15,8 @@
 #include <sys/un.h>
 
 #include "daemon/conf.h"
-#include "daemon/log.h"
+#include "common/log.h"
+#include "common/xalloc.h"
 
 enum conf_type { T_STRING, T_BOOL, T_UINT, T_SIZE, T_MS, T_PERCENT, T_ENUM };
 
@@ -47,23 +48,23 @@ static const struct conf_key conf_keys[] = {
 	{ "upstream", "url", T_STRING, OFF(upstream_url), 0, 0, "", NULL, 1 },
 	{ "upstream", "exports", T_STRING, OFF(upstream_exports), 0, 0, "", NULL, 0 },
 	{ "upstream", "timeout_ms", T_MS, OFF(upstream_timeout_ms), 100, 24ull * 3600 * 1000, "30000", NULL, 0 },
-	{ "cache", "dir", T_STRING, OFF(cache_dir), 0, 0, "/var/cache/nfscached", NULL, 1 },
-	{ "cache", "page_size", T_SIZE, OFF(cache_page_size), 512, 1024 * 1024, "4096", NULL, 1 },
-	{ "cache", "partial_pages", T_BOOL, OFF(cache_partial_pages), 0, 1, "yes", NULL, 0 },
+	{ "cache", "dir", T_STRING, OFF(cache.dir), 0, 0, "/var/cache/nfscached", NULL, 1 },
+	{ "cache", "page_size", T_SIZE, OFF(cache.page_size), 512, 1024 * 1024, "4096", NULL, 1 },
+	{ "cache", "partial_pages", T_BOOL, OFF(cache.partial_pages), 0, 1, "yes", NULL, 0 },
 	/* a restart key: dirty data must never meet WRITEs that bypass it */
-	{ "cache", "write_mode", T_ENUM, OFF(cache_write_mode), 0, 0, "writeback", write_mode_names, 1 },
-	{ "cache", "dirty_expire_ms", T_MS, OFF(cache_dirty_expire_ms), 0, 24ull * 3600 * 1000, "5000", NULL, 0 },
-	{ "cache", "max_dirty", T_SIZE, OFF(cache_max_dirty), 0, 1024 * GiB, "256M", NULL, 0 },
-	{ "cache", "readahead", T_SIZE, OFF(cache_readahead), 0, 1 * GiB, "1M", NULL, 0 },
-	{ "cache", "acregmin", T_UINT, OFF(cache_acregmin), 0, 3600, "3", NULL, 0 },
-	{ "cache", "acregmax", T_UINT, OFF(cache_acregmax), 0, 3600, "60", NULL, 0 },
-	{ "cache", "max_size", T_SIZE, OFF(cache_max_size), 0, UINT64_MAX, "0", NULL, 0 },
-	{ "cache", "brun", T_PERCENT, OFF(cache_brun), 0, 99, "10%", NULL, 0 },
-	{ "cache", "bcull", T_PERCENT, OFF(cache_bcull), 0, 99, "7%", NULL, 0 },
-	{ "cache", "bstop", T_PERCENT, OFF(cache_bstop), 0, 99, "3%", NULL, 0 },
-	{ "cache", "frun", T_PERCENT, OFF(cache_frun), 0, 99, "10%", NULL, 0 },
-	{ "cache", "fcull", T_PERCENT, OFF(cache_fcull), 0, 99, "7%", NULL, 0 },
-	{ "cache", "fstop", T_PERCENT, OFF(cache_fstop), 0, 99, "3%", NULL, 0 },
+	{ "cache", "write_mode", T_ENUM, OFF(cache.write_mode), 0, 0, "writeback", write_mode_names, 1 },
+	{ "cache", "dirty_expire_ms", T_MS, OFF(cache.dirty_expire_ms), 0, 24ull * 3600 * 1000, "5000", NULL, 0 },
+	{ "cache", "max_dirty", T_SIZE, OFF(cache.max_dirty), 0, 1024 * GiB, "256M", NULL, 0 },
+	{ "cache", "readahead", T_SIZE, OFF(cache.readahead), 0, 1 * GiB, "1M", NULL, 0 },
+	{ "cache", "acregmin", T_UINT, OFF(cache.acregmin), 0, 3600, "3", NULL, 0 },
+	{ "cache", "acregmax", T_UINT, OFF(cache.acregmax), 0, 3600, "60", NULL, 0 },
+	{ "cache", "max_size", T_SIZE, OFF(cache.max_size), 0, UINT64_MAX, "0", NULL, 0 },
+	{ "cache", "brun", T_PERCENT, OFF(cache.brun), 0, 99, "10%", NULL, 0 },
+	{ "cache", "bcull", T_PERCENT, OFF(cache.bcull), 0, 99, "7%", NULL, 0 },
+	{ "cache", "bstop", T_PERCENT, OFF(cache.bstop), 0, 99, "3%", NULL, 0 },
+	{ "cache", "frun", T_PERCENT, OFF(cache.frun), 0, 99, "10%", NULL, 0 },
+	{ "cache", "fcull", T_PERCENT, OFF(cache.fcull), 0, 99, "7%", NULL, 0 },
+	{ "cache", "fstop", T_PERCENT, OFF(cache.fstop), 0, 99, "3%", NULL, 0 },
 	{ "control", "socket", T_STRING, OFF(control_socket), 0, 0, "/run/nfscached/ctl.sock", NULL, 1 },
 	{ "log", "level", T_ENUM, OFF(log_level), 0, 0, "info", log_names, 0 },
 };
@@ -138,9 +139,7 @@ static int set_value(struct nfsd_config *cfg, const struct conf_key *k, const ch
 	switch (k->type) {
 	case T_STRING:
 		free(*(char **)field);
-		*(char **)field = strdup(value);
-		if (!*(char **)field)
-			abort();
+		*(char **)field = xstrdup(value);
 		return 0;
 	case T_BOOL:
 		if (!strcmp(value, "yes") || !strcmp(value, "true") || !strcmp(value, "1") || !strcmp(value, "on"))
@@ -491,16 +490,16 @@ int config_finish(struct nfsd_config *cfg, FILE *err)
 			sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
 		rc = -1;
 	}
-	if (cfg->cache_page_size & (cfg->cache_page_size - 1)) {
+	if (cfg->cache.page_size & (cfg->cache.page_size - 1)) {
 		fprintf(err, "%s: cache.page_size: %" PRIu64 " is not a power of two\n",
-			where(cfg, "cache", "page_size", w, sizeof(w)), cfg->cache_page_size);
+			where(cfg, "cache", "page_size", w, sizeof(w)), cfg->cache.page_size);
 		rc = -1;
 	}
-	if (cfg->cache_acregmin > cfg->cache_acregmax)
-		cfg->cache_acregmin = cfg->cache_acregmax;   /* as the kernel client clamps it */
-	if (check_order(cfg, "b", cfg->cache_bstop, cfg->cache_bcull, cfg->cache_brun, err))
+	if (cfg->cache.acregmin > cfg->cache.acregmax)
+		cfg->cache.acregmin = cfg->cache.acregmax;   /* as the kernel client clamps it */
+	if (check_order(cfg, "b", cfg->cache.bstop, cfg->cache.bcull, cfg->cache.brun, err))
 		rc = -1;
-	if (check_order(cfg, "f", cfg->cache_fstop, cfg->cache_fcull, cfg->cache_frun, err))
+	if (check_order(cfg, "f", cfg->cache.fstop, cfg->cache.fcull, cfg->cache.frun, err))
 		rc = -1;
 	return rc;
 }

@@ -12,12 +12,12 @@
 #include <stdio.h>
 #include <sys/socket.h>
 
+#include "cache/cache_config.h"
 #include "daemon/netaddr.h"
 
 #define CONFIG_DEFAULT_PATH SYSCONFDIR "/nfscached.conf"
 
 enum squash_mode { SQUASH_NONE = 0, SQUASH_ROOT = 1, SQUASH_ALL = 2 };
-enum write_mode { WRITE_MODE_WRITEBACK = 0, WRITE_MODE_WRITETHROUGH = 1 };
 
 struct nfsd_config {
 	/* [server] */
@@ -32,18 +32,7 @@ struct nfsd_config {
 	char *upstream_exports;         /* space-separated paths; "" = any */
 	uint64_t upstream_timeout_ms;
 	/* [cache] */
-	char *cache_dir;
-	uint64_t cache_page_size;       /* bytes */
-	int cache_partial_pages;        /* bool */
-	int cache_write_mode;           /* enum write_mode */
-	uint64_t cache_dirty_expire_ms;
-	uint64_t cache_max_dirty;       /* bytes */
-	uint64_t cache_readahead;       /* bytes */
-	uint64_t cache_acregmin;        /* seconds */
-	uint64_t cache_acregmax;        /* seconds */
-	uint64_t cache_max_size;        /* bytes, 0 = no limit */
-	uint64_t cache_brun, cache_bcull, cache_bstop;  /* percent of blocks */
-	uint64_t cache_frun, cache_fcull, cache_fstop;  /* percent of files */
+	struct cache_config cache;
 	/* [control] */
 	char *control_socket;
 	/* [log] */

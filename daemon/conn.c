@@ -16,10 +16,11 @@
 
 #include "daemon/call.h"
 #include "daemon/conn.h"
-#include "daemon/log.h"
+#include "common/log.h"
 #include "daemon/netaddr.h"
 #include "daemon/nfsd.h"
-#include "daemon/stats.h"
+#include "common/stats.h"
+#include "common/xalloc.h"
 
 #define READ_CHUNK (256 * 1024)
 #define READS_PER_EVENT 8        /* fairness between connections */
@@ -92,10 +93,7 @@ static void conn_update_read(struct nfsd_conn *conn)
 
 struct conn_out *conn_out_new(size_t len)
 {
-	struct conn_out *o = malloc(sizeof(*o) + len);
-
-	if (!o)
-		abort();
+	struct conn_out *o = xmalloc(sizeof(*o) + len);
 	list_init(&o->link);
 	o->len = len;
 	o->off = 0;
@@ -225,9 +223,7 @@ static int conn_consume(struct nfsd_conn *conn, const uint8_t *data, size_t len)
 			call_dispatch(conn, rec, rlen);
 			if (len > 0 && !conn->dead && !conn_may_read(conn)) {
 				/* keep the rest until the calls in flight drain */
-				conn->stash = malloc(len);
-				if (!conn->stash)
-					abort();
+				conn->stash = xmalloc(len);
 				memcpy(conn->stash, data, len);
 				conn->stash_len = len;
 				conn_update_read(conn);
@@ -397,9 +393,7 @@ static void listener_cb(struct ev_loop *loop, ev_io *w, int revents)
 		int one = 1;
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 
-		struct nfsd_conn *conn = calloc(1, sizeof(*conn));
-		if (!conn)
-			abort();
+		struct nfsd_conn *conn = xcalloc(1, sizeof(*conn));
 		conn->magic = CONN_MAGIC;
 		conn->fd = fd;
 		conn->peer = peer;
@@ -450,15 +444,13 @@ static void idle_sweep_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 struct listener *listener_new(struct ev_loop *loop, const struct sockaddr *addr, socklen_t len)
 {
-	struct listener *l = calloc(1, sizeof(*l));
+	struct listener *l = xcalloc(1, sizeof(*l));
 	struct sockaddr_storage bound;
 	socklen_t blen = sizeof(bound);
 	int one = 1;
 
-	if (!l)
-		abort();
-	if (!read_buf && !(read_buf = malloc(READ_CHUNK)))
-		abort();
+	if (!read_buf)
+		read_buf = xmalloc(READ_CHUNK);
 	l->loop = loop;
 	l->fd = socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (l->fd < 0) {

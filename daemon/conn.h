@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "proto/list.h"
+#include "common/list.h"
 #include "proto/rpc_record.h"
 
 #define CONN_MAGIC 0x6e636f6eu        /* "ncon" */

@@ -21,11 +21,12 @@
 #include "daemon/conn.h"
 #include "daemon/ctl.h"
 #include "daemon/ctl_exports.h"
-#include "daemon/log.h"
+#include "common/log.h"
 #include "daemon/nfsd.h"
-#include "daemon/stats.h"
+#include "common/stats.h"
 #include "daemon/upstream.h"
 #include "daemon/writeback.h"
+#include "common/xalloc.h"
 
 #define CTL_LINE_MAX 1024
 #define CTL_MAX_ARGS 8
@@ -78,7 +79,7 @@ static int ctl_handle_status(int argc, char **argv, FILE *out)
 	struct cache_space sp;
 	cache_space(&sp);
 	fprintf(out, "cache %s\n", nfsd.cache_on ? cache_space_state_name(sp.state) : "off");
-	fprintf(out, "cache_dir %s\n", nfsd.cfg.cache_dir);
+	fprintf(out, "cache_dir %s\n", nfsd.cfg.cache.dir);
 	fprintf(out, "cache_objects %llu\n", (unsigned long long)stats.cache_objects);
 	fprintf(out, "cache_bytes %llu\n", (unsigned long long)stats.cache_bytes);
 	if (nfsd.cache_on) {
@@ -105,20 +106,17 @@ static int ctl_handle_stats_reset(int argc, char **argv, FILE *out)
 static void ctl_flush_done(void *arg, int status)
 {
 	struct ctl_client *c = arg;
-	char *r = NULL;
-	int n;
+	char *r;
 
 	if (status == 0)
-		n = asprintf(&r, "ok\n");
+		r = xstrdup("ok\n");
 	else if (status < 0)
-		n = asprintf(&r, "error: the upstream did not answer: dirty data kept for a later write-back\n");
+		r = xstrdup("error: the upstream did not answer: dirty data kept for a later write-back\n");
 	else
-		n = asprintf(&r, "error: a write-back failed: NFS status %d (reported to the file's next COMMIT)\n",
-			     status);
-	if (n < 0)
-		abort();
+		r = xasprintf("error: a write-back failed: NFS status %d (reported to the file's next COMMIT)\n",
+			      status);
 	log_info("ctl: flush: %s", status == 0 ? "done" : "failed");
-	ctl_send(c, r, (size_t)n);
+	ctl_send(c, r, strlen(r));
 }
 
 /* flush: answered once every dirty byte is committed upstream. */
@@ -126,9 +124,7 @@ static void ctl_start_flush(struct ctl_client *c, int argc, char **argv)
 {
 	(void)argv;
 	if (argc != 1) {
-		char *r = strdup("error: usage: flush\n");
-		if (!r)
-			abort();
+		char *r = xstrdup("error: usage: flush\n");
 		ctl_send(c, r, strlen(r));
 		return;
 	}
@@ -139,19 +135,16 @@ static void ctl_start_flush(struct ctl_client *c, int argc, char **argv)
 static void ctl_cull_done(void *arg, const struct cache_space *sp)
 {
 	struct ctl_client *c = arg;
-	char *r = NULL;
-	int n = asprintf(&r, "ok\nculled_objects %llu\nculled_bytes %llu\ncache %s\n%s",
+	char *r = xasprintf("ok\nculled_objects %llu\nculled_bytes %llu\ncache %s\n%s",
 			 (unsigned long long)sp->run_objects, (unsigned long long)sp->run_bytes,
 			 cache_space_state_name(sp->state),
 			 sp->starved ? "note nothing more can be culled now: the objects left "
 				       "hold dirty data, are in use, or the space is used by other "
 				       "files\n" : "");
 
-	if (n < 0)
-		abort();
 	log_info("ctl: cull: %llu objects, %llu bytes", (unsigned long long)sp->run_objects,
 		 (unsigned long long)sp->run_bytes);
-	ctl_send(c, r, (size_t)n);
+	ctl_send(c, r, strlen(r));
 }
 
 /* cull: a culling run now, answered when it ends (cache_cull_now). */
@@ -247,10 +240,8 @@ void ctl_send(struct ctl_client *c, char *reply, size_t len)
 
 void ctl_reply_error(struct ctl_client *c, const char *msg)
 {
-	char *r = NULL;
+	char *r = xasprintf("error: %s\n", msg);
 
-	if (asprintf(&r, "error: %s\n", msg) < 0)
-		abort();
 	ctl_send(c, r, strlen(r));
 }
 
@@ -260,11 +251,9 @@ static void ctl_run(struct ctl_client *c)
 	int argc = 0;
 	char *body = NULL;
 	size_t body_len = 0;
-	FILE *out = open_memstream(&body, &body_len);
+	FILE *out = xopen_memstream(&body, &body_len);
 	int rc = -1;
 
-	if (!out)
-		abort();
 	for (char *w = strtok_r(c->line, " \t\r\n", &save); w && argc < CTL_MAX_ARGS;
 	     w = strtok_r(NULL, " \t\r\n", &save))
 		argv[argc++] = w;
@@ -298,9 +287,7 @@ static void ctl_run(struct ctl_client *c)
 
 	const char *head = rc == 0 ? "ok\n" : "error: ";
 	size_t hl = strlen(head);
-	char *reply = malloc(hl + body_len + 2);
-	if (!reply)
-		abort();
+	char *reply = xmalloc(hl + body_len + 2);
 	memcpy(reply, head, hl);
 	memcpy(reply + hl, body, body_len);
 	size_t len = hl + body_len;
@@ -349,9 +336,7 @@ static void ctl_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 	int fd = accept4(ctl_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 	if (fd < 0)
 		return;
-	struct ctl_client *c = calloc(1, sizeof(*c));
-	if (!c)
-		abort();
+	struct ctl_client *c = xcalloc(1, sizeof(*c));
 	c->fd = fd;
 	struct ucred cred;
 	socklen_t cl = sizeof(cred);
@@ -412,7 +397,7 @@ int ctl_init(struct ev_loop *loop, const char *path)
 	}
 	chmod(path, 0660);
 	ctl_group = stat(path, &st) == 0 ? st.st_gid : (gid_t)-1;
-	ctl_path = strdup(path);
+	ctl_path = xstrdup(path);
 	ev_io_init(&ctl_io, ctl_accept_cb, ctl_fd, EV_READ);
 	ev_io_start(loop, &ctl_io);
 	return 0;

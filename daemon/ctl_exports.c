@@ -20,13 +20,14 @@
 
 #include "daemon/ctl_exports.h"
 #include "daemon/handlers.h"
-#include "daemon/log.h"
+#include "common/log.h"
 #include "daemon/nfsd.h"
-#include "daemon/stats.h"
+#include "common/stats.h"
 #include "daemon/upstream.h"
 #include "daemon/writeback.h"
 #include "cache/cache.h"
 #include "proto/proc.h"
+#include "common/xalloc.h"
 
 /* ---- upstream walks: stats exports, invalidate -------------------- */
 
@@ -69,14 +70,11 @@ static void ctl_job_answer(struct ctl_job *j, int ok, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	if (vasprintf(&body, fmt, ap) < 0)
-		abort();
+	body = xvasprintf(fmt, ap);
 	va_end(ap);
-	int n = asprintf(&r, "%s%s", ok ? "ok\n" : "error: ", body);
-	if (n < 0)
-		abort();
+	r = xasprintf("%s%s", ok ? "ok\n" : "error: ", body);
 	free(body);
-	ctl_send(j->c, r, (size_t)n);
+	ctl_send(j->c, r, strlen(r));
 	ctl_job_free(j);
 }
 
@@ -92,19 +90,15 @@ static void ctl_job_stats_answer(struct ctl_job *j)
 		ctl_job_free(j);
 		return;
 	}
-	FILE *out = open_memstream(&body, &len);
-	if (!out)
-		abort();
+	FILE *out = xopen_memstream(&body, &len);
 	if (j->exports_only)
 		stats_write_exports(out, j->fmt);
 	else
 		stats_write(out, j->fmt);
 	fclose(out);
-	int n = asprintf(&r, "ok\n%s", body);
-	if (n < 0)
-		abort();
+	r = xasprintf("ok\n%s", body);
 	free(body);
-	ctl_send(j->c, r, (size_t)n);
+	ctl_send(j->c, r, strlen(r));
 	ctl_job_free(j);
 }
 
@@ -158,12 +152,8 @@ static void ctl_job_export_done(void *priv, enum upstream_status st, void *res)
 	for (exports e = res ? *(exports *)res : NULL; e; e = e->ex_next) {
 		if (!e->ex_dir || !nfsd_export_allowed(e->ex_dir))
 			continue;
-		j->exports = realloc(j->exports, (j->n_exports + 1) * sizeof(*j->exports));
-		if (!j->exports)
-			abort();
-		j->exports[j->n_exports] = strdup(e->ex_dir);
-		if (!j->exports[j->n_exports])
-			abort();
+		j->exports = xreallocarray(j->exports, (j->n_exports + 1), sizeof(*j->exports));
+		j->exports[j->n_exports] = xstrdup(e->ex_dir);
 		j->n_exports++;
 	}
 	if (j->kind == CTL_JOB_STATS) {
@@ -268,7 +258,7 @@ static void ctl_job_invalidate_now(struct ctl_job *j)
 
 static void ctl_job_flushed(struct writeback_waiter *w, int status)
 {
-	struct ctl_job *j = (struct ctl_job *)((char *)w - offsetof(struct ctl_job, ww));
+	struct ctl_job *j = container_of(w, struct ctl_job, ww);
 
 	if (status == 0)
 		ctl_job_invalidate_now(j);
@@ -374,10 +364,7 @@ static void ctl_job_lookup_mnt_done(void *priv, enum upstream_status st, void *r
 
 static struct ctl_job *ctl_job_new(struct ctl_client *c, enum ctl_job_kind kind)
 {
-	struct ctl_job *j = calloc(1, sizeof(*j));
-
-	if (!j)
-		abort();
+	struct ctl_job *j = xcalloc(1, sizeof(*j));
 	j->c = c;
 	j->kind = kind;
 	j->cred.flavor = RPC_AUTH_SYS;   /* uid 0, gid 0 */
@@ -472,9 +459,7 @@ void ctl_start_invalidate(struct ctl_client *c, int argc, char **argv)
 		return;
 	}
 	struct ctl_job *j = ctl_job_new(c, CTL_JOB_INVALIDATE);
-	j->path = strdup(argv[1]);
-	if (!j->path)
-		abort();
+	j->path = xstrdup(argv[1]);
 	if (strcmp(argv[1], "--all") == 0) {
 		if (writeback_flush_all(ctl_invalidate_all_done, j) == 1)
 			ctl_invalidate_all_done(j, 0);

@@ -9,7 +9,7 @@
 
 #include "daemon/call.h"
 #include "daemon/handlers.h"
-#include "daemon/log.h"
+#include "common/log.h"
 #include "daemon/nfsd.h"
 #include "daemon/upstream.h"
 #include "cache/cache.h"

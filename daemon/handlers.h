@@ -1,6 +1,6 @@
 /*
- * handlers.h — the procedure handlers named in the procedure table
- * (proto/proc.c).  Each takes over a decoded call and answers it exactly
+ * handlers.h — the procedure handlers named in the dispatch table
+ * (daemon/procs.c).  Each takes over a decoded call and answers it exactly
  * once through daemon/call.h; none blocks.
  */
 #ifndef NFSCACHED_HANDLERS_H
@@ -11,6 +11,21 @@
 #include "daemon/upstream.h"
 
 struct nfsd_call;
+struct proc_desc;
+
+/* One row of the dispatch table. */
+struct nfsd_proc {
+	/* Takes over the call: answers it (now or later) or drops it, exactly
+	 * once, through the call_* functions of daemon/call.h. */
+	void (*handler)(struct nfsd_call *call);
+	/* Releases what the handler holds for the call (call->held), when the
+	 * call is freed; NULL when it holds nothing. */
+	void (*free)(struct nfsd_call *call);
+};
+
+/* The row of a procedure that proto/proc.h's proc_lookup() found; never
+ * NULL. */
+const struct nfsd_proc *nfsd_proc_of(const struct proc_desc *desc);
 
 /* Forward unchanged; the upstream's result goes back unchanged. */
 void nfsd_proc_forward(struct nfsd_call *call);
@@ -44,6 +59,12 @@ void nfsd_proc_setattr(struct nfsd_call *call);
 /* REMOVE (nfs_write.c): forwarded; removing a file's last link drops its
  * dirty data. */
 void nfsd_proc_remove(struct nfsd_call *call);
+
+/* Free functions (nfs_write.c): a WRITE or SETATTR forwarded to the upstream
+ * is one of the object's changes in flight until its call is freed; a REMOVE
+ * of a file's last link holds the object until then. */
+void nfsd_change_free(struct nfsd_call *call);
+void nfsd_remove_free(struct nfsd_call *call);
 
 /*
  * Attributes of cache object `o` (file handle `fh`) older than

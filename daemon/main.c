@@ -31,14 +31,15 @@
 #include "daemon/conf.h"
 #include "daemon/conn.h"
 #include "daemon/ctl.h"
-#include "daemon/log.h"
+#include "common/log.h"
 #include "daemon/nfsd.h"
 #include "daemon/rpcbind_reg.h"
-#include "daemon/stats.h"
+#include "common/stats.h"
 #include "daemon/upstream.h"
 #include "daemon/writeback.h"
 #include "cache/cache.h"
 #include "proto/drc.h"
+#include "common/xalloc.h"
 
 #ifndef PR_SET_IO_FLUSHER
 #define PR_SET_IO_FLUSHER 57
@@ -232,10 +233,8 @@ static void sig_hup_cb(struct ev_loop *loop, ev_signal *w, int revents)
 	(void)revents;
 	char *errors = NULL;
 	size_t errors_len = 0;
-	FILE *err = open_memstream(&errors, &errors_len);
+	FILE *err = xopen_memstream(&errors, &errors_len);
 
-	if (!err)
-		abort();
 	notify_reloading();
 	int rc = load_config(&fresh, saved_overrides, saved_n_overrides, err);
 	fclose(err);
@@ -247,11 +246,9 @@ static void sig_hup_cb(struct ev_loop *loop, ev_signal *w, int revents)
 	} else {
 		char *notes = NULL;
 		size_t notes_len = 0;
-		FILE *nf = open_memstream(&notes, &notes_len);
+		FILE *nf = xopen_memstream(&notes, &notes_len);
 		char *save = NULL;
 
-		if (!nf)
-			abort();
 		config_reload(&nfsd.cfg, &fresh, nf);
 		fclose(nf);
 		if (nfsd.cache_on)
@@ -277,11 +274,9 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	char **overrides = calloc((size_t)argc + 1, sizeof(char *));
+	char **overrides = xcalloc((size_t)argc + 1, sizeof(char *));
 	int n_overrides = 0, foreground = 0, check_only = 0, c, rc = 0;
 
-	if (!overrides)
-		abort();
 	config_path = CONFIG_DEFAULT_PATH;
 	while ((c = getopt_long(argc, argv, "fc:o:tVh", opts, NULL)) != -1) {
 		switch (c) {
@@ -361,11 +356,11 @@ int main(int argc, char **argv)
 		char volume[2048];
 		snprintf(volume, sizeof(volume), "%s:%s", upstream_server(nfsd.upstream),
 			 upstream_export(nfsd.upstream));
-		if (cache_init(nfsd.loop, &nfsd.cfg, volume) == 0 && writeback_init(nfsd.loop) == 0)
+		if (cache_init(nfsd.loop, &nfsd.cfg.cache, volume) == 0 && writeback_init(nfsd.loop) == 0)
 			nfsd.cache_on = 1;
 		else
 			log_error("main: cache in %s unusable: every call goes to the upstream",
-				  nfsd.cfg.cache_dir);
+				  nfsd.cfg.cache.dir);
 	}
 	if (nfsd.cfg.server_rpcbind &&
 	    rpcbind_register(listener_sockaddr(nfsd.listener), listener_sockaddr_len(nfsd.listener)) != 0) {

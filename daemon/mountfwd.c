@@ -10,8 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/log.h"
+#include "common/log.h"
 #include "daemon/mountfwd.h"
+#include "common/xalloc.h"
 
 #define RETRY_S 0.25
 
@@ -176,12 +177,9 @@ int mountfwd_call(struct ev_loop *loop, const char *server, int port, double tim
 		  const struct proc_desc *desc, void *args, const struct rpc_cred *cred,
 		  upstream_done_fn done, void *priv)
 {
-	struct mount_req *m = calloc(1, sizeof(*m));
-
-	if (!m)
-		abort();
+	struct mount_req *m = xcalloc(1, sizeof(*m));
 	m->loop = loop;
-	m->server = strdup(server);
+	m->server = xstrdup(server);
 	m->port = port;
 	m->desc = desc;
 	m->args = args;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "daemon/netaddr.h"
+#include "common/xalloc.h"
 
 static int parse_port(const char *s, unsigned *port)
 {
@@ -120,10 +121,8 @@ static int parse_net(const char *word, struct netaddr_net *net)
 
 int netaddr_acl_parse(const char *s, struct netaddr_acl *acl, char *errbuf, size_t errlen)
 {
-	char *copy = strdup(s), *save = NULL;
+	char *copy = xstrdup(s), *save = NULL;
 
-	if (!copy)
-		abort();
 	acl->nets = NULL;
 	acl->count = 0;
 	for (char *w = strtok_r(copy, " \t,", &save); w; w = strtok_r(NULL, " \t,", &save)) {
@@ -134,9 +133,7 @@ int netaddr_acl_parse(const char *s, struct netaddr_acl *acl, char *errbuf, size
 			netaddr_acl_free(acl);
 			return -EINVAL;
 		}
-		acl->nets = realloc(acl->nets, (acl->count + 1) * sizeof(net));
-		if (!acl->nets)
-			abort();
+		acl->nets = xreallocarray(acl->nets, (acl->count + 1), sizeof(net));
 		acl->nets[acl->count++] = net;
 	}
 	free(copy);

@@ -10,7 +10,7 @@
 #include "daemon/call.h"
 #include "daemon/handlers.h"
 #include "daemon/nfsd.h"
-#include "daemon/stats.h"
+#include "common/stats.h"
 #include "daemon/upstream.h"
 
 #define ACCESS3_READ_BIT 0x0001

@@ -22,11 +22,12 @@
 #include "cache/cache.h"
 #include "daemon/call.h"
 #include "daemon/handlers.h"
-#include "daemon/log.h"
+#include "common/log.h"
 #include "daemon/nfsd.h"
-#include "daemon/stats.h"
+#include "common/stats.h"
 #include "daemon/upstream.h"
 #include "daemon/writeback.h"
+#include "common/xalloc.h"
 
 #define ACCESS3_READ_BIT 0x0001
 #define READAHEAD_MAX_FETCHES 8     /* readahead READs in flight per object */
@@ -71,7 +72,7 @@ static void op_free(struct read_op *op)
 
 static void op_wake(struct cache_waiter *w)
 {
-	read_try((struct read_op *)(void *)((char *)w - offsetof(struct read_op, waiter)));
+	read_try(container_of(w, struct read_op, waiter));
 }
 
 /* Pass the READ through unchanged (the upstream has the last word). */
@@ -113,7 +114,7 @@ static void reply_from(struct read_op *op, READ3res *res)
 
 static int pages_uptodate(const struct cache_object *o, uint64_t start, uint64_t end)
 {
-	uint64_t pg = cache_config()->cache_page_size;
+	uint64_t pg = cache_config()->page_size;
 
 	for (uint64_t p = start / pg; p * pg < end; p++)
 		if (!extent_set_page_uptodate(&o->valid, p, pg, cache_size(o)))
@@ -192,19 +193,15 @@ static int serve_local(struct read_op *op)
 	if (!extent_set_covers(&o->valid, start, end))
 		return 0;
 	int whole = pages_uptodate(o, start, end);
-	if (!whole && !cache_config()->cache_partial_pages)
+	if (!whole && !cache_config()->partial_pages)
 		return 0;
-	struct local_read *lr = calloc(1, sizeof(*lr));
-	if (!lr)
-		abort();
+	struct local_read *lr = xcalloc(1, sizeof(*lr));
 	lr->op = op;
 	lr->start = start;
 	lr->end = end;
 	lr->whole = whole;
 	uint32_t n = (uint32_t)(end - start);
-	lr->buf = malloc(n ? n : 1);
-	if (!lr->buf)
-		abort();
+	lr->buf = xmalloc(n ? n : 1);
 	int rc = n ? cache_read_local_nowait(o, start, lr->buf, n) : 0;
 	if (rc == 0) {
 		local_reply(lr);
@@ -226,10 +223,7 @@ static void fetch_done(void *priv, enum upstream_status st, void *res);
 static void fetch_start(struct cache_object *o, uint64_t start, uint32_t len,
 			const struct rpc_cred *cred, struct read_op *op)
 {
-	struct fetch *f = calloc(1, sizeof(*f));
-
-	if (!f)
-		abort();
+	struct fetch *f = xcalloc(1, sizeof(*f));
 	f->o = o;
 	f->start = start;
 	f->len = len;
@@ -250,8 +244,8 @@ static void fetch_start(struct cache_object *o, uint64_t start, uint32_t len,
 /* Sequential access: keep up to cache.readahead bytes past `from` fetched. */
 static void readahead(struct cache_object *o, uint64_t from, const struct rpc_cred *cred)
 {
-	uint64_t limit = from + cache_config()->cache_readahead;
-	uint64_t pg = cache_config()->cache_page_size;
+	uint64_t limit = from + cache_config()->readahead;
+	uint64_t pg = cache_config()->page_size;
 
 	if (!cache_storing())
 		return;   /* nothing fetched ahead could be kept */
@@ -294,7 +288,7 @@ static void answer_from_fetch(struct read_op *op, const struct fetch *f, READ3re
 
 static void read_after_flush(struct writeback_waiter *w, int status)
 {
-	struct read_op *op = (struct read_op *)(void *)((char *)w - offsetof(struct read_op, wbw));
+	struct read_op *op = container_of(w, struct read_op, wbw);
 
 	if (status < 0) {
 		struct nfsd_call *call = op->call;
@@ -323,9 +317,7 @@ static void store_zeros_past_eof(struct cache_object *o, const struct fetch *f, 
 		to = cache_size(o);
 	if (from >= to)
 		return;
-	char *zeros = calloc(1, (size_t)(to - from));
-	if (!zeros)
-		abort();
+	char *zeros = xcalloc(1, (size_t)(to - from));
 	cache_store(o, from, zeros, (uint32_t)(to - from), f->seq);
 	free(zeros);
 }
@@ -441,7 +433,7 @@ static void read_try(struct read_op *op)
 	if (nfsd_revalidate(o, &a->file, cred, &op->waiter, &op->args.getattr, &op->seq,
 			    getattr_done, op))
 		return;
-	uint64_t pg = cache_config()->cache_page_size;
+	uint64_t pg = cache_config()->page_size;
 	uint64_t end = a->offset + a->count;
 	uint64_t fs = a->offset / pg * pg, fe = (end + pg - 1) / pg * pg;
 
@@ -519,9 +511,7 @@ void nfsd_proc_read(struct nfsd_call *call)
 		nfsd_forward_with(call, first_read_fixup);
 		return;
 	}
-	struct read_op *op = calloc(1, sizeof(*op));
-	if (!op)
-		abort();
+	struct read_op *op = xcalloc(1, sizeof(*op));
 	op->call = call;
 	op->o = o;
 	op->sequential = a->offset == o->next_offset && a->offset != 0;

@@ -33,11 +33,12 @@
 #include "cache/cache.h"
 #include "daemon/call.h"
 #include "daemon/handlers.h"
-#include "daemon/log.h"
+#include "common/log.h"
 #include "daemon/nfsd.h"
-#include "daemon/stats.h"
+#include "common/stats.h"
 #include "daemon/upstream.h"
 #include "daemon/writeback.h"
+#include "common/xalloc.h"
 
 #define ACCESS3_READ_BIT 0x0001
 #define ACCESS3_MODIFY_BIT 0x0004
@@ -60,7 +61,7 @@ struct write_op {
 
 static int writeback_mode(void)
 {
-	return nfsd.cache_on && nfsd.cfg.cache_write_mode == WRITE_MODE_WRITEBACK;
+	return nfsd.cache_on && nfsd.cfg.cache.write_mode == WRITE_MODE_WRITEBACK;
 }
 
 struct cache_object *nfsd_cache_object(const nfs_fh3 *fh)
@@ -72,10 +73,7 @@ struct cache_object *nfsd_cache_object(const nfs_fh3 *fh)
 
 static struct write_op *op_new(struct nfsd_call *call, struct cache_object *o)
 {
-	struct write_op *op = calloc(1, sizeof(*op));
-
-	if (!op)
-		abort();
+	struct write_op *op = xcalloc(1, sizeof(*op));
 	op->call = call;
 	op->o = o;
 	if (o)
@@ -109,8 +107,14 @@ static void change_begins(struct nfsd_call *call, const nfs_fh3 *fh)
 
 	if (o) {
 		o->changes_in_flight++;
-		call->cache_obj = o;
+		call->held = o;
 	}
+}
+
+void nfsd_change_free(struct nfsd_call *call)
+{
+	if (call->held)
+		call->held->changes_in_flight--;
 }
 
 /* A WRITE that went upstream: its bytes become valid (write-through); in
@@ -150,7 +154,7 @@ static void write_send(struct nfsd_call *call)
 
 static void forward_after_flush(struct writeback_waiter *w, int status)
 {
-	struct write_op *op = (struct write_op *)(void *)((char *)w - offsetof(struct write_op, wbw));
+	struct write_op *op = container_of(w, struct write_op, wbw);
 	struct nfsd_call *call = op->call;
 
 	if (status < 0) {
@@ -178,12 +182,12 @@ static void write_try(struct write_op *op);
 
 static void op_wake(struct cache_waiter *w)
 {
-	write_try((struct write_op *)(void *)((char *)w - offsetof(struct write_op, waiter)));
+	write_try(container_of(w, struct write_op, waiter));
 }
 
 static void retry_after_flush(struct writeback_waiter *w, int status)
 {
-	struct write_op *op = (struct write_op *)(void *)((char *)w - offsetof(struct write_op, wbw));
+	struct write_op *op = container_of(w, struct write_op, wbw);
 
 	if (status < 0)
 		op_jukebox(op);
@@ -405,7 +409,7 @@ static nfsstat3 commit_error(uint32_t err)
 
 static void commit_after_flush(struct writeback_waiter *w, int status)
 {
-	struct write_op *op = (struct write_op *)(void *)((char *)w - offsetof(struct write_op, wbw));
+	struct write_op *op = container_of(w, struct write_op, wbw);
 	struct nfsd_call *call = op->call;
 	struct cache_object *o = op->o;
 	COMMIT3res res;
@@ -478,7 +482,7 @@ static void setattr_send(struct nfsd_call *call)
 
 static void setattr_after_flush(struct writeback_waiter *w, int status)
 {
-	struct write_op *op = (struct write_op *)(void *)((char *)w - offsetof(struct write_op, wbw));
+	struct write_op *op = container_of(w, struct write_op, wbw);
 	struct nfsd_call *call = op->call;
 
 	if (status < 0) {
@@ -507,10 +511,16 @@ void nfsd_proc_setattr(struct nfsd_call *call)
 
 /* ---- REMOVE ----------------------------------------------------------- */
 
+void nfsd_remove_free(struct nfsd_call *call)
+{
+	if (call->held)
+		call->held->busy--;
+}
+
 static void remove_fixup(struct nfsd_call *call, void *res)
 {
 	REMOVE3res *r = res;
-	struct cache_object *o = call->removing;
+	struct cache_object *o = call->held;
 
 	if (o && r->status == NFS3_OK) {
 		/* its last link: nothing to write the dirty bytes to any more */
@@ -533,8 +543,8 @@ static void remove_lookup_done(void *priv, enum upstream_status st, void *res)
 		struct cache_object *o = nfsd_cache_object(&ok->object);
 		if (o && cache_has_dirty(o) && ok->obj_attributes.attributes_follow &&
 		    ok->obj_attributes.post_op_attr_u.attributes.nlink <= 1) {
-			call->removing = o;
-			o->busy++;   /* held until the call is freed (call.c) */
+			call->held = o;
+			o->busy++;   /* held until the call is freed: nfsd_remove_free */
 		}
 	}
 	op_free(op);

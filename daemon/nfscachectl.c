@@ -4,6 +4,7 @@
  * answers an error, 2 on usage errors or when the daemon cannot be reached.
  */
 #include "config.h"
+#include "common/xalloc.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -94,9 +95,7 @@ int main(int argc, char **argv)
 	for (;;) {
 		if (cap - rlen < 4096) {
 			cap = cap ? cap * 2 : 8192;
-			reply = realloc(reply, cap + 1);
-			if (!reply)
-				abort();
+			reply = xreallocarray(reply, cap + 1, 1);
 		}
 		ssize_t n = read(fd, reply + rlen, cap - rlen);
 		if (n < 0 && errno == EINTR)

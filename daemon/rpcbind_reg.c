@@ -9,7 +9,7 @@
 #include <rpc/rpc.h>
 #include <stdlib.h>
 
-#include "daemon/log.h"
+#include "common/log.h"
 #include "daemon/rpcbind_reg.h"
 
 #define NFS_PROGRAM_NUM 100003

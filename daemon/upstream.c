@@ -13,11 +13,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "daemon/log.h"
+#include "common/log.h"
 #include "daemon/mountfwd.h"
-#include "daemon/stats.h"
+#include "common/stats.h"
 #include "daemon/upstream.h"
-#include "proto/list.h"
+#include "common/list.h"
+#include "common/xalloc.h"
 
 #define TICK_S 0.1               /* libnfs timeout scan and deadline checks */
 #define BACKOFF_MIN_S 0.1
@@ -93,13 +94,11 @@ struct upstream *upstream_new(struct ev_loop *loop, const struct nfsd_config *cf
 		nfs_destroy_context(nfs);
 		return NULL;
 	}
-	struct upstream *up = calloc(1, sizeof(*up));
-	if (!up)
-		abort();
+	struct upstream *up = xcalloc(1, sizeof(*up));
 	up->loop = loop;
 	up->cfg = cfg;
-	up->server = strdup(url->server);
-	up->export = strdup(url->path);
+	up->server = xstrdup(url->server);
+	up->export = xstrdup(url->path);
 	up->mount_port = url_param(cfg->upstream_url, "mountport");
 	nfs_destroy_url(url);
 	nfs_destroy_context(nfs);
@@ -431,9 +430,7 @@ int upstream_call(struct upstream *up, const struct proc_desc *desc, void *args,
 		return mountfwd_call(up->loop, up->server, up->mount_port, timeout_s, desc, args,
 				     cred, done, priv);
 	}
-	struct up_req *r = calloc(1, sizeof(*r));
-	if (!r)
-		abort();
+	struct up_req *r = xcalloc(1, sizeof(*r));
 	r->up = up;
 	r->desc = desc;
 	r->args = args;

@@ -23,11 +23,12 @@
 #include <sys/random.h>
 
 #include "cache/cache.h"
-#include "daemon/log.h"
+#include "common/log.h"
 #include "daemon/nfsd.h"
-#include "daemon/stats.h"
+#include "common/stats.h"
 #include "daemon/upstream.h"
 #include "daemon/writeback.h"
+#include "common/xalloc.h"
 
 #define WB_MAX_IN_FLIGHT 16       /* WRITEs in flight, all passes */
 #define WB_PASS_IN_FLIGHT 8       /* WRITEs in flight, one pass */
@@ -158,7 +159,7 @@ static void throttled_wake(void)
 {
 	struct list_node *pos, *tmp;
 
-	while (!list_empty(&W.throttled) && stats.cache_dirty_bytes < cfg()->cache_max_dirty) {
+	while (!list_empty(&W.throttled) && stats.cache_dirty_bytes < cfg()->cache.max_dirty) {
 		struct cache_waiter *w = list_entry(W.throttled.next, struct cache_waiter, link);
 		list_del(&w->link);
 		w->wake(w);
@@ -389,15 +390,11 @@ static void pass_pump(struct wb_pass *p)
 		uint64_t len = end - p->pos;
 		if (len > chunk_max())
 			len = chunk_max();
-		struct wb_chunk *c = calloc(1, sizeof(*c));
-		if (!c)
-			abort();
+		struct wb_chunk *c = xcalloc(1, sizeof(*c));
 		c->p = p;
 		c->offset = p->pos;
 		c->len = (uint32_t)len;
-		c->buf = malloc(c->len);
-		if (!c->buf)
-			abort();
+		c->buf = xmalloc(c->len);
 		p->pos += len;
 		if (p->pos == end && ++p->cur < p->n)
 			p->pos = p->ranges[2 * p->cur];
@@ -411,11 +408,9 @@ static void pass_pump(struct wb_pass *p)
 
 static void pass_start(struct cache_object *o)
 {
-	struct wb_pass *p = calloc(1, sizeof(*p));
+	struct wb_pass *p = xcalloc(1, sizeof(*p));
 	size_t n;
 
-	if (!p)
-		abort();
 	p->o = o;
 	p->cred = o->wb_cred;
 	p->ranges = cache_dirty_take(o, &n);
@@ -454,10 +449,7 @@ static void recover_done(void *priv, enum upstream_status st, void *res)
 
 static void recover_start(struct cache_object *o)
 {
-	struct wb_getattr *g = calloc(1, sizeof(*g));
-
-	if (!g)
-		abort();
+	struct wb_getattr *g = xcalloc(1, sizeof(*g));
 	g->o = o;
 	g->seq = cache_seq();
 	g->args.object.data.data_len = o->fh_len;
@@ -476,8 +468,8 @@ static void tick_cb(struct ev_loop *loop, ev_timer *t, int revents)
 {
 	struct list_node *head = cache_dirty_list(), *pos, *tmp;
 	ev_tstamp now = ev_now(loop);
-	double expire_s = (double)cfg()->cache_dirty_expire_ms / 1000.0;
-	int pressure = stats.cache_dirty_bytes >= cfg()->cache_max_dirty / 2;
+	double expire_s = (double)cfg()->cache.dirty_expire_ms / 1000.0;
+	int pressure = stats.cache_dirty_bytes >= cfg()->cache.max_dirty / 2;
 
 	(void)t;
 	(void)revents;
@@ -495,9 +487,9 @@ static void tick_cb(struct ev_loop *loop, ev_timer *t, int revents)
 
 int writeback_throttle(uint32_t len, struct cache_waiter *w)
 {
-	if (stats.cache_dirty_bytes + len >= cfg()->cache_max_dirty / 2)
+	if (stats.cache_dirty_bytes + len >= cfg()->cache.max_dirty / 2)
 		tick_cb(W.loop, &W.tick, 0);   /* write-back starts early */
-	if (stats.cache_dirty_bytes == 0 || stats.cache_dirty_bytes + len <= cfg()->cache_max_dirty)
+	if (stats.cache_dirty_bytes == 0 || stats.cache_dirty_bytes + len <= cfg()->cache.max_dirty)
 		return 0;
 	w->timed_out = 0;
 	w->deadline = ev_now(W.loop) + (double)cfg()->upstream_timeout_ms / 1000.0;
@@ -549,18 +541,13 @@ static void flush_all_one(struct writeback_waiter *w, int status)
 int writeback_flush_all(void (*done)(void *arg, int status), void *arg)
 {
 	struct list_node *head = cache_dirty_list(), *pos, *tmp;
-	struct flush_all *fa = calloc(1, sizeof(*fa));
-
-	if (!fa)
-		abort();
+	struct flush_all *fa = xcalloc(1, sizeof(*fa));
 	fa->done = done;
 	fa->arg = arg;
 	fa->pending = 1;   /* held until every object is asked */
 	list_for_each_safe(pos, tmp, head) {
 		struct cache_object *o = list_entry(pos, struct cache_object, wb_link);
-		struct flush_one *one = calloc(1, sizeof(*one));
-		if (!one)
-			abort();
+		struct flush_one *one = xcalloc(1, sizeof(*one));
 		one->w.done = flush_all_one;
 		one->fa = fa;
 		fa->pending++;

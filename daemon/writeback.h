@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "cache/cache.h"
-#include "proto/list.h"
+#include "common/list.h"
 
 /* A caller waiting for an object's dirty data to be committed upstream. */
 struct writeback_waiter {

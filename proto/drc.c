@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "proto/drc.h"
+#include "common/xalloc.h"
 
 struct drc {
 	struct drc_entry **buckets;
@@ -16,14 +17,6 @@ struct drc {
 	size_t max_entries;
 	struct list_node lru;  /* every entry, oldest first */
 };
-
-static void *xcalloc(size_t n, size_t sz)
-{
-	void *p = calloc(n, sz);
-	if (!p)
-		abort();
-	return p;
-}
 
 struct drc *drc_new(size_t max_entries)
 {
@@ -148,9 +141,7 @@ void drc_complete(struct drc *drc, struct drc_entry *e, const uint8_t *reply, si
 {
 	(void)drc;
 	free(e->reply);
-	e->reply = malloc(len ? len : 1);
-	if (!e->reply)
-		abort();
+	e->reply = xmalloc(len ? len : 1);
 	memcpy(e->reply, reply, len);
 	e->reply_len = len;
 	e->done = 1;

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "proto/list.h"
+#include "common/list.h"
 
 struct drc_key {
 	uint8_t addr[16];     /* client IPv4 (first 4 bytes) or IPv6 address */

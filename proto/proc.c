@@ -4,7 +4,6 @@
  */
 #include "config.h"
 
-#include "daemon/handlers.h"
 #include "proto/proc.h"
 
 #define XDR_SHIMS(T) \
@@ -79,47 +78,47 @@ static int send_EXPORT(struct rpc_context *r, rpc_cb cb, void *a, void *p)
 	return rpc_mount3_export_async(r, cb, p);
 }
 
-#define NFS3(num, NAME, T, flags, handler) \
+#define NFS3(num, NAME, T, flags) \
 	[num] = { NFS3_PROGRAM, NFS3_VERSION, num, NAME, flags, dec_##T##args, sizeof(T##args), \
-		  enc_##T##res, sizeof(T##res), handler, send_##T }
+		  enc_##T##res, sizeof(T##res), send_##T }
 
 #define NI PROC_NONIDEMPOTENT
 
 static const struct proc_desc nfs3_procs[NFS3_PROC_COUNT] = {
-	[0] = { NFS3_PROGRAM, NFS3_VERSION, 0, "NULL", 0, NULL, 0, NULL, 0, nfsd_proc_forward, send_NULL3 },
-	NFS3(1, "GETATTR", GETATTR3, 0, nfsd_proc_attrs),
-	NFS3(2, "SETATTR", SETATTR3, NI, nfsd_proc_setattr),
-	NFS3(3, "LOOKUP", LOOKUP3, 0, nfsd_proc_attrs),
-	NFS3(4, "ACCESS", ACCESS3, 0, nfsd_proc_attrs),
-	NFS3(5, "READLINK", READLINK3, 0, nfsd_proc_forward),
-	NFS3(6, "READ", READ3, 0, nfsd_proc_read),
-	NFS3(7, "WRITE", WRITE3, NI, nfsd_proc_write),
-	NFS3(8, "CREATE", CREATE3, NI, nfsd_proc_attrs),
-	NFS3(9, "MKDIR", MKDIR3, NI, nfsd_proc_forward),
-	NFS3(10, "SYMLINK", SYMLINK3, NI, nfsd_proc_forward),
-	NFS3(11, "MKNOD", MKNOD3, NI, nfsd_proc_forward),
-	NFS3(12, "REMOVE", REMOVE3, NI, nfsd_proc_remove),
-	NFS3(13, "RMDIR", RMDIR3, NI, nfsd_proc_forward),
-	NFS3(14, "RENAME", RENAME3, NI, nfsd_proc_forward),
-	NFS3(15, "LINK", LINK3, NI, nfsd_proc_forward),
-	NFS3(16, "READDIR", READDIR3, 0, nfsd_proc_readdir),
-	NFS3(17, "READDIRPLUS", READDIRPLUS3, 0, nfsd_proc_readdir),
-	NFS3(18, "FSSTAT", FSSTAT3, 0, nfsd_proc_forward),
-	NFS3(19, "FSINFO", FSINFO3, 0, nfsd_proc_fsinfo),
-	NFS3(20, "PATHCONF", PATHCONF3, 0, nfsd_proc_forward),
-	NFS3(21, "COMMIT", COMMIT3, 0, nfsd_proc_commit),
+	[0] = { NFS3_PROGRAM, NFS3_VERSION, 0, "NULL", 0, NULL, 0, NULL, 0, send_NULL3 },
+	NFS3(1, "GETATTR", GETATTR3, 0),
+	NFS3(2, "SETATTR", SETATTR3, NI),
+	NFS3(3, "LOOKUP", LOOKUP3, 0),
+	NFS3(4, "ACCESS", ACCESS3, 0),
+	NFS3(5, "READLINK", READLINK3, 0),
+	NFS3(6, "READ", READ3, 0),
+	NFS3(7, "WRITE", WRITE3, NI),
+	NFS3(8, "CREATE", CREATE3, NI),
+	NFS3(9, "MKDIR", MKDIR3, NI),
+	NFS3(10, "SYMLINK", SYMLINK3, NI),
+	NFS3(11, "MKNOD", MKNOD3, NI),
+	NFS3(12, "REMOVE", REMOVE3, NI),
+	NFS3(13, "RMDIR", RMDIR3, NI),
+	NFS3(14, "RENAME", RENAME3, NI),
+	NFS3(15, "LINK", LINK3, NI),
+	NFS3(16, "READDIR", READDIR3, 0),
+	NFS3(17, "READDIRPLUS", READDIRPLUS3, 0),
+	NFS3(18, "FSSTAT", FSSTAT3, 0),
+	NFS3(19, "FSINFO", FSINFO3, 0),
+	NFS3(20, "PATHCONF", PATHCONF3, 0),
+	NFS3(21, "COMMIT", COMMIT3, 0),
 };
 
-#define MNT(num, NAME, dec, asz, enc, rsz, handler, send) \
-	[num] = { MOUNT_PROGRAM, MOUNT3_VERSION, num, NAME, 0, dec, asz, enc, rsz, handler, send }
+#define MNT(num, NAME, dec, asz, enc, rsz, send) \
+	[num] = { MOUNT_PROGRAM, MOUNT3_VERSION, num, NAME, 0, dec, asz, enc, rsz, send }
 
 static const struct proc_desc mount3_procs[MOUNT3_PROC_COUNT] = {
-	MNT(0, "NULL", NULL, 0, NULL, 0, nfsd_proc_forward, send_MOUNT_NULL),
-	MNT(1, "MNT", dec_dirpath, sizeof(dirpath), enc_mountres3, sizeof(mountres3), nfsd_proc_mnt, send_MNT),
-	MNT(2, "DUMP", NULL, 0, enc_mountlist, sizeof(mountlist), nfsd_proc_forward, send_DUMP),
-	MNT(3, "UMNT", dec_dirpath, sizeof(dirpath), NULL, 0, nfsd_proc_forward, send_UMNT),
-	MNT(4, "UMNTALL", NULL, 0, NULL, 0, nfsd_proc_forward, send_UMNTALL),
-	MNT(5, "EXPORT", NULL, 0, enc_exports, sizeof(exports), nfsd_proc_export, send_EXPORT),
+	MNT(0, "NULL", NULL, 0, NULL, 0, send_MOUNT_NULL),
+	MNT(1, "MNT", dec_dirpath, sizeof(dirpath), enc_mountres3, sizeof(mountres3), send_MNT),
+	MNT(2, "DUMP", NULL, 0, enc_mountlist, sizeof(mountlist), send_DUMP),
+	MNT(3, "UMNT", dec_dirpath, sizeof(dirpath), NULL, 0, send_UMNT),
+	MNT(4, "UMNTALL", NULL, 0, NULL, 0, send_UMNTALL),
+	MNT(5, "EXPORT", NULL, 0, enc_exports, sizeof(exports), send_EXPORT),
 };
 
 const struct proc_desc *proc_lookup(uint32_t prog, uint32_t vers, uint32_t proc,

@@ -1,7 +1,9 @@
 /*
  * proc.h — the procedure table: (program, version, procedure) → name, flags,
- * libnfs XDR routines for arguments and results, the daemon's handler, and
- * the libnfs call that forwards it upstream (nfs-ganesha nfs3_func_desc[]).
+ * libnfs XDR routines for arguments and results, and the libnfs call that
+ * forwards it upstream (nfs-ganesha nfs3_func_desc[]).  The handlers that
+ * answer each procedure are the daemon's (daemon/procs.c), indexed by the
+ * same procedure numbers.
  * NFSv3 (RFC 1813 §3.3) and MOUNTv3 (RFC 1813 §5.2), one type family: the
  * decoded argument structs are libnfs's, passed to rpc_nfs3_*_async as they
  * are, and its result structs are encoded back to the client as they are.
@@ -21,11 +23,14 @@
 #define NFS3_PROC_COUNT 22
 #define MOUNT3_PROC_COUNT 6
 
-/* NFSv3 procedure numbers used by name outside the table. */
+/* NFSv3 procedure numbers (RFC 1813 §3.3). */
 enum {
-	NFS3PROC_NULL = 0, NFS3PROC_GETATTR = 1, NFS3PROC_LOOKUP = 3, NFS3PROC_ACCESS = 4,
-	NFS3PROC_READ = 6, NFS3PROC_WRITE = 7, NFS3PROC_REMOVE = 12, NFS3PROC_COMMIT = 21,
-	NFS3PROC_READDIR = 16, NFS3PROC_READDIRPLUS = 17, NFS3PROC_FSINFO = 19,
+	NFS3PROC_NULL = 0, NFS3PROC_GETATTR = 1, NFS3PROC_SETATTR = 2, NFS3PROC_LOOKUP = 3,
+	NFS3PROC_ACCESS = 4, NFS3PROC_READLINK = 5, NFS3PROC_READ = 6, NFS3PROC_WRITE = 7,
+	NFS3PROC_CREATE = 8, NFS3PROC_MKDIR = 9, NFS3PROC_SYMLINK = 10, NFS3PROC_MKNOD = 11,
+	NFS3PROC_REMOVE = 12, NFS3PROC_RMDIR = 13, NFS3PROC_RENAME = 14, NFS3PROC_LINK = 15,
+	NFS3PROC_READDIR = 16, NFS3PROC_READDIRPLUS = 17, NFS3PROC_FSSTAT = 18,
+	NFS3PROC_FSINFO = 19, NFS3PROC_PATHCONF = 20, NFS3PROC_COMMIT = 21,
 };
 enum {
 	MOUNT3PROC_NULL = 0, MOUNT3PROC_MNT = 1, MOUNT3PROC_DUMP = 2, MOUNT3PROC_UMNT = 3,
@@ -34,12 +39,6 @@ enum {
 
 #define NFS3ERR_JUKEBOX_STATUS 10008
 #define MNT3ERR_ACCES_STATUS 13
-
-struct nfsd_call;
-
-/* A handler takes over the call: it answers (now or later) or drops it,
- * exactly once, through the call_* functions of daemon/call.h. */
-typedef void (*proc_handler_fn)(struct nfsd_call *call);
 
 /* XDR routine over a libnfs memory stream; returns nonzero on success. */
 typedef uint32_t (*proc_xdr_fn)(ZDR *zdr, void *obj);
@@ -58,7 +57,6 @@ struct proc_desc {
 	size_t args_size;            /* bytes of the libnfs argument struct */
 	proc_xdr_fn encode_res;      /* NULL: void result */
 	size_t res_size;             /* bytes of the libnfs result struct */
-	proc_handler_fn handler;
 	proc_send_fn send;
 };
 

@@ -9,6 +9,7 @@
 
 #include "proto/rpc_record.h"
 #include "proto/xdr_util.h"
+#include "common/xalloc.h"
 
 void rpc_record_init(struct rpc_record *r, size_t max_record_bytes)
 {
@@ -32,9 +33,7 @@ static int record_reserve(struct rpc_record *r, size_t need)
 		cap *= 2;
 	if (cap > r->max_record)
 		cap = r->max_record;
-	uint8_t *p = realloc(r->buf, cap);
-	if (!p)
-		abort();
+	uint8_t *p = xreallocarray(r->buf, cap, 1);
 	r->buf = p;
 	r->cap = cap;
 	return 0;
@@ -95,9 +94,7 @@ uint8_t *rpc_record_take(struct rpc_record *r, size_t *len_out)
 
 	*len_out = r->len;
 	if (!buf)
-		buf = malloc(1);   /* an empty record still yields a buffer */
-	if (!buf)
-		abort();
+		buf = xmalloc(1);   /* an empty record still yields a buffer */
 	r->buf = NULL;
 	r->len = r->cap = 0;
 	return buf;

@@ -34,8 +34,8 @@
 #include "cache/cache_int.h"
 #include "cache/index.h"
 #include "cache/worker.h"
-#include "daemon/log.h"
-#include "daemon/stats.h"
+#include "common/log.h"
+#include "common/stats.h"
 
 #include "tests/unit/tap.h"
 
@@ -44,7 +44,7 @@
 #define WAIT_MAX_S 10.0
 
 static struct ev_loop *lp;
-static struct nfsd_config cfg;
+static struct cache_config cfg;
 static char cache_dir[256];
 
 /* A fresh, empty cache directory for the next cache_init. */
@@ -56,7 +56,7 @@ static void new_cache_dir(void)
 		perror("mkdtemp");
 		exit(1);
 	}
-	cfg.cache_dir = cache_dir;
+	cfg.dir = cache_dir;
 }
 
 static const struct rpc_cred writer = {
@@ -984,10 +984,10 @@ static void test_cull(void)
 	diag("14. culling under max_size: least recently used first, never dirty or busy");
 	/* 100 KiB: stop storing past 96 KiB (bstop 4%), cull above 92 KiB
 	 * (bcull 8%) down to 88 KiB (brun 12%) */
-	cfg.cache_max_size = 100 * 1024;
-	cfg.cache_brun = 12;
-	cfg.cache_bcull = 8;
-	cfg.cache_bstop = 4;
+	cfg.max_size = 100 * 1024;
+	cfg.brun = 12;
+	cfg.bcull = 8;
+	cfg.bstop = 4;
 	setup();
 	int stored = 0;
 	for (int i = 0; i < 22; i++) {
@@ -1059,13 +1059,13 @@ static void test_cull(void)
 	 * bytes the cache held of the range must not be served any more */
 	struct cache_object *k = find("cull04");
 	is_int(holds(k, 0, 4096, 'a' + 4), 0, "object 4 holds its bytes");
-	cfg.cache_max_size = stats.cache_bytes;   /* no room for anything more */
+	cfg.max_size = stats.cache_bytes;   /* no room for anything more */
 	is_int(fetched(k, 0, 4096, 'N', cache_seq()), -ENOSPC, "new bytes of it: not stored");
 	is_int(k->valid.bytes, 0, "... and the older ones are no longer valid");
 	ok(holds(k, 0, 4096, 'a' + 4) != 0, "... nor read back");
 	teardown();
-	cfg.cache_max_size = 0;
-	cfg.cache_brun = cfg.cache_bcull = cfg.cache_bstop = 0;
+	cfg.max_size = 0;
+	cfg.brun = cfg.bcull = cfg.bstop = 0;
 }
 
 /* ---- 15. start-up reconciliation ------------------------------------ */
@@ -1125,12 +1125,12 @@ int main(void)
 	if (!lp)
 		return 1;
 	memset(&cfg, 0, sizeof(cfg));
-	cfg.cache_page_size = 4096;
-	cfg.cache_partial_pages = 1;
-	cfg.cache_acregmin = 3;
-	cfg.cache_acregmax = 60;
-	cfg.cache_dirty_expire_ms = 30000;
-	cfg.cache_max_dirty = 64 << 20;
+	cfg.page_size = 4096;
+	cfg.partial_pages = 1;
+	cfg.acregmin = 3;
+	cfg.acregmax = 60;
+	cfg.dirty_expire_ms = 30000;
+	cfg.max_dirty = 64 << 20;
 	log_init(1, LOG_LEVEL_INFO);
 
 	test_write_extends();

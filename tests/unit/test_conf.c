@@ -72,8 +72,8 @@ int main(void)
 	/* defaults are the documented ones */
 	config_defaults(&cfg);
 	ok(cfg.server_max_record == 1114112 && cfg.server_secure == 1 &&
-	   cfg.cache_page_size == 4096 && cfg.upstream_timeout_ms == 30000 &&
-	   cfg.cache_brun == 10 && cfg.cache_write_mode == WRITE_MODE_WRITEBACK,
+	   cfg.cache.page_size == 4096 && cfg.upstream_timeout_ms == 30000 &&
+	   cfg.cache.brun == 10 && cfg.cache.write_mode == WRITE_MODE_WRITEBACK,
 	   "defaults match nfscached.conf");
 	ef = open_memstream(&err, &errlen);
 	ok(config_finish(&cfg, ef) == -1, "no upstream.url: config_finish fails");
@@ -88,7 +88,7 @@ int main(void)
 		     &err) == 0, "valid file loads");
 	free(err);
 	ef = open_memstream(&err, &errlen);
-	ok(config_finish(&cfg, ef) == 0 && cfg.cache_readahead == 2u << 20 && cfg.cache_brun == 20 &&
+	ok(config_finish(&cfg, ef) == 0 && cfg.cache.readahead == 2u << 20 && cfg.cache.brun == 20 &&
 	   cfg.server_secure == 0, "values taken (readahead 2M, brun 20%%, secure no)");
 	fclose(ef);
 	free(err);
@@ -126,7 +126,7 @@ int main(void)
 	/* overrides and cross-key checks */
 	config_defaults(&cfg);
 	ef = open_memstream(&err, &errlen);
-	ok(config_apply_override(&cfg, "cache.max_dirty=1G", ef) == 0 && cfg.cache_max_dirty == 1ull << 30,
+	ok(config_apply_override(&cfg, "cache.max_dirty=1G", ef) == 0 && cfg.cache.max_dirty == 1ull << 30,
 	   "-o cache.max_dirty=1G");
 	ok(config_apply_override(&cfg, "cache.nope=1", ef) == -1, "-o unknown key fails");
 	ok(config_apply_override(&cfg, "noequals", ef) == -1, "-o without = fails");

@@ -6,6 +6,8 @@
  */
 #include <stdlib.h>
 
+#include "common/xalloc.h"
+
 /* Count the module's allocations to prove that a bad length allocates nothing
  * and that no buffer ever exceeds max_record. */
 static size_t alloc_calls;
@@ -16,12 +18,12 @@ static void *counting_realloc(void *p, size_t n)
 	alloc_calls++;
 	if (n > alloc_max_bytes)
 		alloc_max_bytes = n;
-	return realloc(p, n);
+	return xreallocarray(p, n, 1);
 }
 
-#define realloc(p, n) counting_realloc((p), (n))
+#define xreallocarray(p, n, size) counting_realloc((p), (n) * (size))
 #include "proto/rpc_record.c"
-#undef realloc
+#undef xreallocarray
 
 #include "tests/unit/tap.h"
 

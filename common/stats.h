@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "daemon/stats_list.h"
+#include "common/stats_list.h"
 
 #define STATS_NFS3_PROCS 22
 #define STATS_MOUNT3_PROCS 6

@@ -7,6 +7,8 @@
 
 #include <stddef.h>
 
+#include "common/macros.h"
+
 struct list_node {
 	struct list_node *next, *prev;
 };
@@ -50,8 +52,7 @@ static inline void list_del(struct list_node *n)
 	n->next = n->prev = n;
 }
 
-#define list_entry(ptr, type, member) \
-	((type *)(void *)((char *)(ptr) - offsetof(type, member)))
+#define list_entry(ptr, type, member) container_of(ptr, type, member)
 
 #define list_first(h, type, member) \
 	(list_empty(h) ? NULL : list_entry((h)->next, type, member))

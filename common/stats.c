@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/stats.h"
+#include "common/stats.h"
 
 struct nfsd_stats stats;
 

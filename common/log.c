@@ -8,7 +8,7 @@
 #include <syslog.h>
 #include <time.h>
 
-#include "daemon/log.h"
+#include "common/log.h"
 
 enum log_level log_level_current = LOG_LEVEL_INFO;
 static int log_to_stderr = 1;
