@@ -47,8 +47,8 @@ struct cache_object {
 	uint8_t fh[64];
 	uint32_t fh_len;
 	struct cache_object *hash_next;
-	struct list_node dirty_link;     /* in the list of objects the index must learn */
-	int index_dirty;
+	struct list_node persist_link;     /* in the list of objects the index must learn */
+	int persist_queued;
 	fattr3 attrs;                    /* the last attributes the upstream sent */
 	int have_attrs;
 	struct cache_coherency coh;
@@ -83,7 +83,7 @@ struct cache_object {
 					  * 2 = recorded (local writes may go ahead) */
 	size_t recorded_ranges;          /* valid ranges the index holds (or a running
 					  * batch is writing) for it */
-	uint64_t unsynced_bytes;         /* bytes in dirty ∪ commit */
+	uint64_t uncommitted_bytes;         /* bytes in dirty ∪ commit */
 	int wb_recover;                  /* dirty ranges from the index, kept only if the
 					  * upstream file is unchanged since (first attributes);
 					  * 2 = their GETATTR is in flight */
@@ -212,11 +212,11 @@ void cache_touch(struct cache_object *o);
 
 /* 1 when `o` holds bytes not committed upstream yet (dirty, or sent and
  * awaiting the upstream COMMIT). */
-int cache_has_dirty(const struct cache_object *o);
+int cache_has_uncommitted(const struct cache_object *o);
 
 /* The file size clients see, bytes: the upstream's, or while dirty, the
  * upstream's extended by local writes. */
-uint64_t cache_size(const struct cache_object *o);
+uint64_t cache_client_size(const struct cache_object *o);
 
 /* While `o` is dirty, give `a` (attributes of `o` from the upstream or the
  * cache) the local size, mtime and ctime; otherwise leave it alone. */

@@ -1,6 +1,6 @@
 /*
  * cache_int.h — what cache.c, dirty.c and persist.c share and nothing else
- * may use: the module's state (C) and the helpers more than one of them
+ * may use: the module's state (cache_state) and the helpers more than one of them
  * calls.  The rest of the daemon uses cache/cache.h only.
  */
 #ifndef NFSCACHED_CACHE_INT_H
@@ -27,8 +27,8 @@ struct cache_state {
 	size_t nbuckets;                /* power of two */
 	size_t count;
 	uint64_t next_id;
-	struct list_node dirty;         /* objects to write to the index */
-	ev_timer commit_timer;
+	struct list_node persist_queue;  /* objects the index must learn (persist_mark), oldest first */
+	ev_timer batch_timer;           /* BATCH_INTERVAL_S: a batch every second */
 	int commit_running;
 	uint64_t seq;                   /* change sequence: the last change's number */
 	int lock_fd;                    /* holds the flock on CACHE_DIR/lock */
@@ -37,17 +37,17 @@ struct cache_state {
 	struct list_node wb_list;       /* objects with dirty data, oldest first */
 	int *sync_fds;                  /* closed backing files the next batch syncs first */
 	size_t n_sync_fds, cap_sync_fds;
-	int commit_again;               /* a batch is wanted as soon as the running one ends */
+	int batch_again;               /* a batch is wanted as soon as the running one ends */
 	uint64_t *deletes;              /* ids whose rows the next batch removes */
 	size_t n_deletes, cap_deletes;
 	uint64_t max_id_at_start;       /* start-up reconciliation: newer ids are not orphans */
 };
 
-/* C.commit_running: who holds the index (one worker job at a time, index.h) */
+/* cache_state.commit_running: who holds the index (one worker job at a time, index.h) */
 #define INDEX_HELD_BATCH 1
 #define INDEX_HELD_CULL 2
 
-extern struct cache_state C;
+extern struct cache_state cache_state;
 
 /* cache.c: the object table, changes, extent callbacks, backing files */
 void changed(struct cache_object *o);
@@ -65,17 +65,17 @@ int object_cullable(const struct cache_object *o);
 void object_remove(struct cache_object *o);
 
 /* dirty.c: the write-back state */
-uint64_t dirty_bytes(const struct cache_object *o);
+uint64_t object_uncommitted_bytes(const struct cache_object *o);
 void dirty_changed(struct cache_object *o, uint64_t before);
 int foreach_clean_part(const struct cache_object *o, uint64_t start, uint64_t end,
 		       int (*fn)(uint64_t s, uint64_t e, void *ctx), void *ctx);
 
 /* persist.c: the batched index commits */
-void mark_dirty(struct cache_object *o);
-void commit_start(void);
-void commit_sync_fd(int fd);
+void persist_mark(struct cache_object *o);
+void batch_start(void);
+void batch_sync_fd(int fd);
 /* The next batch removes object `id`'s rows (first, before any upsert). */
-void commit_delete(uint64_t id);
+void batch_delete(uint64_t id);
 
 /* cull.c: space management */
 void space_init(void);

@@ -288,7 +288,7 @@ static void write_try(struct write_op *op)
 			    write_getattr_done, op))
 		return;
 	uint64_t end = a->offset + a->count;
-	uint32_t need = ACCESS3_MODIFY_BIT | (end > cache_size(o) ? ACCESS3_EXTEND_BIT : 0);
+	uint32_t need = ACCESS3_MODIFY_BIT | (end > cache_client_size(o) ? ACCESS3_EXTEND_BIT : 0);
 	if (!cache_access_granted(o, cred, need)) {
 		if (op->access_asked) {
 			forward_flushed(op);   /* not granted: the upstream gives the error */
@@ -302,13 +302,13 @@ static void write_try(struct write_op *op)
 			      write_access_done, op);
 		return;
 	}
-	if (cache_has_dirty(o) && !cred_same(&o->wb_cred, cred)) {
+	if (cache_has_uncommitted(o) && !cred_same(&o->wb_cred, cred)) {
 		/* another writer's dirty data goes first, with its credential */
 		op->wbw.done = retry_after_flush;
 		if (writeback_flush(o, &op->wbw) == 0)
 			return;
 	}
-	if (a->offset > cache_size(o) + CACHE_WRITE_GAP_MAX) {
+	if (a->offset > cache_client_size(o) + CACHE_WRITE_GAP_MAX) {
 		forward_flushed(op);   /* a far hole: not filled with zeros here */
 		return;
 	}
@@ -338,7 +338,7 @@ void nfsd_proc_write(struct nfsd_call *call)
 
 	if (!writeback_mode()) {
 		/* dirty data from before a restart in write-back mode goes first */
-		if (o && cache_has_dirty(o))
+		if (o && cache_has_uncommitted(o))
 			forward_flushed(op_new(call, o));
 		else
 			write_send(call);
@@ -497,7 +497,7 @@ void nfsd_proc_setattr(struct nfsd_call *call)
 {
 	struct cache_object *o = nfsd_cache_object(&((SETATTR3args *)call->args)->object);
 
-	if (!o || !cache_has_dirty(o)) {
+	if (!o || !cache_has_uncommitted(o)) {
 		setattr_send(call);
 		return;
 	}
@@ -541,7 +541,7 @@ static void remove_lookup_done(void *priv, enum upstream_status st, void *res)
 	if (st == UPSTREAM_OK && r->status == NFS3_OK) {
 		LOOKUP3resok *ok = &r->LOOKUP3res_u.resok;
 		struct cache_object *o = nfsd_cache_object(&ok->object);
-		if (o && cache_has_dirty(o) && ok->obj_attributes.attributes_follow &&
+		if (o && cache_has_uncommitted(o) && ok->obj_attributes.attributes_follow &&
 		    ok->obj_attributes.post_op_attr_u.attributes.nlink <= 1) {
 			call->held = o;
 			o->busy++;   /* held until the call is freed: nfsd_remove_free */

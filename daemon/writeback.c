@@ -133,7 +133,7 @@ static void waiters_check(struct cache_object *o, int status)
 		struct writeback_waiter *w = list_entry(pos, struct writeback_waiter, link);
 		if (w->o != o)
 			continue;
-		if (w->need <= o->wb_done || (!o->wb && !cache_has_dirty(o))) {
+		if (w->need <= o->wb_done || (!o->wb && !cache_has_uncommitted(o))) {
 			list_del(&w->link);
 			list_add_tail(&ready, &w->link);
 		}
@@ -212,7 +212,7 @@ static void pass_finish(struct wb_pass *p, int status)
 	free(p->ranges);
 	free(p);
 	waiters_check(o, status);
-	if (waited_for(o) && cache_has_dirty(o) && !o->wb && !o->wb_recover && status >= 0)
+	if (waited_for(o) && cache_has_uncommitted(o) && !o->wb && !o->wb_recover && status >= 0)
 		pass_start(o);   /* bytes written since this pass began are waited for */
 	throttled_wake();
 	pump_all();
@@ -443,7 +443,7 @@ static void recover_done(void *priv, enum upstream_status st, void *res)
 		o->wb_recover = 1;   /* no answer: asked again on a later tick */
 	free(g);
 	waiters_check(o, 0);
-	if (!o->wb_recover && cache_has_dirty(o) && !o->wb)
+	if (!o->wb_recover && cache_has_uncommitted(o) && !o->wb)
 		pass_start(o);
 }
 
@@ -499,7 +499,7 @@ int writeback_throttle(uint32_t len, struct cache_waiter *w)
 
 int writeback_flush(struct cache_object *o, struct writeback_waiter *w)
 {
-	if (!cache_has_dirty(o) && !o->wb)
+	if (!cache_has_uncommitted(o) && !o->wb)
 		return 1;
 	w->o = o;
 	/* a running pass does not hold the bytes dirtied since it started */

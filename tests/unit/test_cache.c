@@ -13,7 +13,7 @@
  * cache_finalise) only recorded dirty ranges of a marked object are
  * trusted.
  *
- * Includes cache_int.h to reach the module's state (C) and commit_start();
+ * Includes cache_int.h to reach the module's state (cache_state) and batch_start();
  * cache.c, dirty.c, persist.c and the other modules are linked.
  */
 #include "config.h"
@@ -112,7 +112,7 @@ static double wait_batch(void)
 {
 	double waited = 0;
 
-	while (C.commit_running || !list_empty(&C.dirty)) {
+	while (cache_state.commit_running || !list_empty(&cache_state.persist_queue)) {
 		if (waited > WAIT_MAX_S)
 			return -1;
 		run_for(0.05);
@@ -140,7 +140,7 @@ static int cache_open_here(void)
 	int rc = cache_init(lp, &cfg, VOLUME);
 	/* the start-up reconciliation holds the index for a moment: the
 	 * batches the tests start must not wait for it */
-	while (rc == 0 && C.commit_running)
+	while (rc == 0 && cache_state.commit_running)
 		ev_run(lp, EVRUN_ONCE);
 	return rc;
 }
@@ -319,7 +319,7 @@ static void test_write_extends(void)
 	fattr3 up = upstream_attrs(10, UPSTREAM_MTIME_S, 11), a = up;
 
 	is_int(fetched(o, 0, 10, 'u', cache_seq()), 0, "the upstream's 10 bytes stored");
-	is_int(cache_has_dirty(o), 0, "clean before the write");
+	is_int(cache_has_uncommitted(o), 0, "clean before the write");
 	cache_patch_attrs(o, &a);
 	ok(a.size == 10 && a.used == 10 && ns_of(&a.mtime) == ns_of(&up.mtime) &&
 	   ns_of(&a.ctime) == ns_of(&up.ctime), "clean: cache_patch_attrs leaves the attributes alone");
@@ -329,8 +329,8 @@ static void test_write_extends(void)
 	is_set(&o->valid, "[0,20)", "valid");
 	is_set(&o->dirty, "[10,20)", "dirty");
 	is_set(&o->commit, "", "commit set");
-	is_int(cache_has_dirty(o), 1, "cache_has_dirty");
-	is_int(cache_size(o), 20, "cache_size() is the local size");
+	is_int(cache_has_uncommitted(o), 1, "cache_has_uncommitted");
+	is_int(cache_client_size(o), 20, "cache_client_size() is the local size");
 	is_int(o->coh.size, 10, "the coherency data still say the upstream's 10");
 	is_int(stats.cache_dirty_bytes, 10, "cache.dirty.bytes");
 	is_int(stats.cache_write_bytes, 10, "cache.write.bytes");
@@ -369,7 +369,7 @@ static void test_write_gap(void)
 	is_int(written(o, 100, 10, 'w'), 0, "cache_write_local 10 bytes at 100");
 	is_set(&o->valid, "[0,110)", "valid: the gap 20..100 included");
 	is_set(&o->dirty, "[100,110)", "dirty: only the written bytes");
-	is_int(cache_size(o), 110, "cache_size()");
+	is_int(cache_client_size(o), 110, "cache_client_size()");
 	is_int(stats.cache_dirty_bytes, 10, "cache.dirty.bytes");
 	is_int(stats.cache_write_bytes, 10, "cache.write.bytes: the zeros are not written bytes");
 	is_int(stats.cache_bytes, 110, "cache.bytes");
@@ -381,7 +381,7 @@ static void test_write_gap(void)
 	is_set(&o->valid, "[0,210)", "valid: the gap 110..200 included");
 	is_set(&o->dirty, "[100,110) [200,210)", "dirty");
 	is_int(holds(o, 110, 90, 0), 0, "the second gap reads as zeros");
-	is_int(cache_size(o), 210, "cache_size()");
+	is_int(cache_client_size(o), 210, "cache_client_size()");
 	is_int(stats.cache_dirty_bytes, 20, "cache.dirty.bytes");
 	teardown();
 }
@@ -399,7 +399,7 @@ static void test_ranges_in_page(void)
 	is_set(&o->dirty, "[100,110) [300,310)", "two dirty ranges, not widened to one");
 	is_set(&o->valid, "[100,110) [300,310)", "valid: the same two ranges");
 	is_int(stats.cache_dirty_bytes, 20, "cache.dirty.bytes");
-	is_int(cache_size(o), 4096, "cache_size(): the upstream's, not extended");
+	is_int(cache_client_size(o), 4096, "cache_client_size(): the upstream's, not extended");
 	is_int(written(o, 110, 10, 'c'), 0, "write 110..120 (touching at the end)");
 	is_set(&o->dirty, "[100,120) [300,310)", "merged with the range it touches");
 	is_int(written(o, 90, 10, 'd'), 0, "write 90..100 (touching at the start)");
@@ -507,8 +507,8 @@ static void test_pass(void)
 	is_set(&o->dirty, "", "dirty: empty");
 	is_set(&o->commit, "[100,110) [300,310)", "commit set");
 	is_int(stats.cache_dirty_bytes, 20, "cache.dirty.bytes unchanged");
-	ok(cache_has_dirty(o) && on_dirty_list(o), "still has dirty data, still listed");
-	is_int(cache_size(o), 4096, "cache_size()");
+	ok(cache_has_uncommitted(o) && on_dirty_list(o), "still has dirty data, still listed");
+	is_int(cache_client_size(o), 4096, "cache_client_size()");
 	is_int(written(o, 105, 3, 'c'), 0, "a write during the pass: 105..108");
 	is_set(&o->dirty, "[105,108)", "dirty again");
 	is_set(&o->commit, "[100,110) [300,310)", "commit set unchanged");
@@ -527,7 +527,7 @@ static void test_pass(void)
 	ok(n == 1 && r && r[0] == 105 && r[1] == 108, "the next pass takes (105, 108)");
 	free(r);
 	cache_commit_settle(o, CACHE_COMMITTED);
-	ok(!cache_has_dirty(o) && !on_dirty_list(o), "all committed: clean, off the list");
+	ok(!cache_has_uncommitted(o) && !on_dirty_list(o), "all committed: clean, off the list");
 	is_int(stats.cache_dirty_bytes, 0, "cache.dirty.bytes 0");
 	is_set(&o->valid, "[0,4096)", "valid");
 
@@ -586,7 +586,7 @@ static void test_drop(void)
 	written(o, 300, 10, 'c');
 	is_int(stats.cache_dirty_bytes, 30, "cache.dirty.bytes");
 	is_int(cache_dirty_drop(o, 0, UINT64_MAX), 20, "drop everything of the first: 20 bytes");
-	ok(!cache_has_dirty(o), "no dirty data left");
+	ok(!cache_has_uncommitted(o), "no dirty data left");
 	is_set(&o->dirty, "", "dirty empty");
 	is_set(&o->commit, "", "commit set empty");
 	is_set(&o->valid, "[0,100) [110,300) [310,4096)", "the dropped bytes are not valid");
@@ -626,7 +626,7 @@ static void test_truncate(void)
 	is_set(&o->dirty, "", "dirty bytes past 200 dropped");
 	is_int(stats.cache_dirty_bytes, 10, "cache.dirty.bytes");
 	is_int(stats.cache_bytes, 200, "cache.bytes");
-	is_int(cache_size(o), 200, "cache_size()");
+	is_int(cache_client_size(o), 200, "cache_client_size()");
 	is_int(backing_size(o), 200, "the backing file is cut too");
 	written(o, 150, 10, 'd');
 	cache_truncate(o, 105);
@@ -634,10 +634,10 @@ static void test_truncate(void)
 	is_set(&o->commit, "[100,105)", "sent range cut at 105");
 	is_set(&o->valid, "[0,105)", "valid");
 	is_int(stats.cache_dirty_bytes, 5, "cache.dirty.bytes");
-	is_int(cache_size(o), 105, "cache_size()");
+	is_int(cache_client_size(o), 105, "cache_client_size()");
 	is_int(holds(o, 100, 5, 'a'), 0, "100..105 still read");
 	cache_commit_settle(o, CACHE_COMMITTED);
-	ok(!cache_has_dirty(o) && list_empty(cache_dirty_list()), "clean after the pass");
+	ok(!cache_has_uncommitted(o) && list_empty(cache_dirty_list()), "clean after the pass");
 	teardown();
 }
 
@@ -686,7 +686,7 @@ static void test_persistence(void)
 	is_int(stats.cache_dirty_bytes, 30, "cache.dirty.bytes: 20 + 10");
 	is_int(stats.cache_bytes, 2 * 4096, "cache.bytes");
 	ok(dirty_list_length() == 2 && on_dirty_list(o) && on_dirty_list(p), "both listed dirty");
-	is_int(cache_size(o), 4096, "cache_size()");
+	is_int(cache_client_size(o), 4096, "cache_client_size()");
 	is_int(holds(o, 100, 10, 'a'), 0, "the dirty bytes read back");
 	is_int(holds(o, 300, 10, 'b'), 0, "the other dirty range reads back");
 
@@ -700,7 +700,7 @@ static void test_persistence(void)
 	fattr3 other = upstream_attrs(4096, UPSTREAM_MTIME_S + 1, 92);
 	cache_attrs_update(p, &other, cache_seq());
 	is_int(p->wb_recover, 0, "another mtime: wb_recover 0");
-	ok(!cache_has_dirty(p), "another mtime: dirty data discarded");
+	ok(!cache_has_uncommitted(p), "another mtime: dirty data discarded");
 	is_set(&p->valid, "", "another mtime: nothing valid");
 	is_int(stats.cache_dirty_bytes, 20, "cache.dirty.bytes: only the first object's");
 	ok(!on_dirty_list(p), "off cache_dirty_list()");
@@ -756,7 +756,7 @@ static int in_crashing_child(void (*child)(struct crash_report *r), struct crash
 		lp = ev_loop_new(EVFLAG_AUTO);   /* not the parent's epoll set */
 		memset(&stats, 0, sizeof(stats));
 		r->init_rc = cache_init(lp, &cfg, VOLUME);
-		while (r->init_rc == 0 && C.commit_running)
+		while (r->init_rc == 0 && cache_state.commit_running)
 			ev_run(lp, EVRUN_ONCE);   /* the start-up reconciliation */
 		if (r->init_rc == 0)
 			child(r);
@@ -857,9 +857,9 @@ static void race_child(struct crash_report *r)
 
 	/* only the batches this test starts */
 	ev_ref(lp);
-	ev_timer_stop(lp, &C.commit_timer);
+	ev_timer_stop(lp, &cache_state.batch_timer);
 	fetched(a, 0, 4096, 'f', cache_seq());
-	commit_start();   /* the batch recording 0..4096 (without the mark) is running */
+	batch_start();   /* the batch recording 0..4096 (without the mark) is running */
 	r->stage = 1;
 	waiter_init(&w);
 	r->ready_first = cache_write_ready(a, &w.w);
@@ -867,7 +867,7 @@ static void race_child(struct crash_report *r)
 		return;
 	r->stage = 2;
 	r->write_rc = written(a, 100, 10, 'a');
-	while (C.commit_running)
+	while (cache_state.commit_running)
 		ev_run(lp, EVRUN_ONCE);
 	r->recorded_before = a->recorded_ranges;
 	r->stage = 3;   /* _exit: a crash before the next batch */
@@ -941,7 +941,7 @@ static void test_recover_quiet(void)
 		fattr3 other = upstream_attrs(4096, UPSTREAM_MTIME_S + 1, 131);
 		cache_attrs_update(o, &other, cache_seq());
 		is_int(o->wb_recover, 0, "wb_recover 0");
-		ok(!cache_has_dirty(o), "the dirty data of the changed file is discarded");
+		ok(!cache_has_uncommitted(o), "the dirty data of the changed file is discarded");
 		is_int(stats.cache_dirty_bytes, 0, "cache.dirty.bytes 0");
 	}
 	log_set_level(LOG_LEVEL_INFO);
@@ -1107,7 +1107,7 @@ static void test_reconcile(void)
 	run_for(0.3);   /* the worker deleting files above the largest id */
 	ok(!backing_exists(orphan), "the orphan file above the largest id is deleted");
 	ok(!backing_exists(c_id), "the orphan file below it is deleted");
-	ok(C.next_id > orphan, "no new object takes the orphan's id");
+	ok(cache_state.next_id > orphan, "no new object takes the orphan's id");
 	ok(find("rec-b") == NULL, "the object whose file is missing is removed");
 	ok(find("rec-a") != NULL && backing_exists(a_id), "the other one stays, with its file");
 	is_int(holds(find("rec-a"), 0, 4096, 'a'), 0, "and its bytes");
