@@ -252,10 +252,10 @@ void cache_attrs_update(struct cache_object *o, const fattr3 *a, uint64_t gen_at
 {
 	if (o->gen > gen_at_start || a->type != NF3REG)
 		return;   /* started before a change that completed meanwhile */
-	if (o->wb_recover) {
+	if (o->wb_recover != CACHE_RECOVER_NONE) {
 		/* dirty bytes from before a restart: written back only onto the
 		 * file they were written to, unchanged since */
-		o->wb_recover = 0;
+		o->wb_recover = CACHE_RECOVER_NONE;
 		if (!o->coh.known || !coherency_matches(o, a)) {
 			uint64_t n = cache_dirty_drop(o, 0, UINT64_MAX);
 			log_warning("cache: object %llu changed upstream while nfscached was "

@@ -41,6 +41,22 @@ struct cache_coherency {
 	uint64_t fileid;
 };
 
+/* o->wopen: the "written to" mark of an object in the index (crash safety of
+ * local writes, cache_write_ready()). */
+enum cache_wopen {
+	CACHE_WOPEN_NONE,               /* not written to in this daemon life */
+	CACHE_WOPEN_REQUESTED,          /* asked of the next batch, not recorded yet */
+	CACHE_WOPEN_RECORDED,           /* in the index: local writes may go ahead */
+};
+
+/* o->wb_recover: dirty ranges loaded from the index after a restart. */
+enum cache_wb_recover {
+	CACHE_RECOVER_NONE,             /* nothing to recover (or decided) */
+	CACHE_RECOVER_PENDING,          /* kept only if the upstream file is unchanged
+					 * since: decided by its first attributes */
+	CACHE_RECOVER_GETATTR,          /* daemon/writeback.c: their GETATTR is in flight */
+};
+
 struct cache_object {
 	uint32_t magic;
 	uint64_t id;                     /* names the backing file and the index row */
@@ -79,14 +95,11 @@ struct cache_object {
 	struct rpc_cred wb_cred;         /* writer of the dirty bytes; write-back uses it */
 	struct list_node wb_link;        /* in the list of objects with dirty data */
 	ev_tstamp dirty_since;           /* loop time the oldest dirty byte was written */
-	int wopen;                       /* 0; 1 = "written to" requested in the index;
-					  * 2 = recorded (local writes may go ahead) */
+	enum cache_wopen wopen;          /* the "written to" mark in the index */
 	size_t recorded_ranges;          /* valid ranges the index holds (or a running
 					  * batch is writing) for it */
 	uint64_t uncommitted_bytes;         /* bytes in dirty ∪ commit */
-	int wb_recover;                  /* dirty ranges from the index, kept only if the
-					  * upstream file is unchanged since (first attributes);
-					  * 2 = their GETATTR is in flight */
+	enum cache_wb_recover wb_recover;   /* dirty ranges from the index to check */
 	void *wb;                        /* the write-back pass running (writeback.c) */
 	uint64_t wb_started, wb_done;    /* passes started / finished */
 	uint32_t wb_error;               /* nfsstat3 of a failed write-back, reported by the

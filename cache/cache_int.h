@@ -7,6 +7,7 @@
 #define NFSCACHED_CACHE_INT_H
 
 #include <ev.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -16,6 +17,13 @@
 
 struct cache_index;
 struct worker_pool;
+
+/* Who holds the index: one worker job at a time uses it (index.h). */
+enum index_holder {
+	INDEX_FREE,
+	INDEX_HELD_BATCH,               /* a batch (persist.c) */
+	INDEX_HELD_CULL,                /* a culling step or the reconciliation */
+};
 
 struct cache_state {
 	struct ev_loop *loop;
@@ -29,7 +37,7 @@ struct cache_state {
 	uint64_t next_id;
 	struct list_node persist_queue;  /* objects the index must learn (persist_mark), oldest first */
 	ev_timer batch_timer;           /* BATCH_INTERVAL_S: a batch every second */
-	int commit_running;
+	enum index_holder index_holder; /* lease.c only */
 	uint64_t seq;                   /* change sequence: the last change's number */
 	int lock_fd;                    /* holds the flock on CACHE_DIR/lock */
 	struct list_node open_fds;      /* objects with an open backing file, LRU first */
@@ -43,9 +51,14 @@ struct cache_state {
 	uint64_t max_id_at_start;       /* start-up reconciliation: newer ids are not orphans */
 };
 
-/* cache_state.commit_running: who holds the index (one worker job at a time, index.h) */
-#define INDEX_HELD_BATCH 1
-#define INDEX_HELD_CULL 2
+/* lease.c: who holds the index (one worker job at a time, index.h) */
+bool index_lease_take(enum index_holder who);
+/* Give the index up (on the loop, once the holder's job is done); a batch
+ * asked for meanwhile starts, else a culling step waiting for it. */
+void index_lease_release(void);
+enum index_holder index_lease_holder(void);
+/* cache_init/cache_finalise: nobody holds it, no batch is wanted. */
+void index_lease_reset(void);
 
 extern struct cache_state cache_state;
 

@@ -249,15 +249,6 @@ static void bury_job_free(struct bury_job *b)
 	free(b);
 }
 
-static void release_index(void)
-{
-	cache_state.commit_running = 0;
-	if (cache_state.batch_again) {
-		cache_state.batch_again = 0;
-		batch_start();
-	}
-}
-
 static void lru_work(void *arg)
 {
 	struct lru_job *j = arg;
@@ -345,7 +336,7 @@ static void lru_done(void *arg)
 
 	b->step = 1;
 	if (j->n < 0) {
-		release_index();
+		index_lease_release();
 		free(j);
 		bury_job_free(b);
 		starve();
@@ -378,7 +369,7 @@ static void lru_done(void *arg)
 		object_remove(o);
 	}
 	/* objects are only removed while the index is ours: no batch holds them */
-	release_index();
+	index_lease_release();
 	cull_state.pass_culled += b->n;
 	int starved = 0;
 	if (i == j->n && j->n < CULL_STEP_MAX) {
@@ -599,7 +590,7 @@ static void reconcile_done(void *arg)
 		}
 		free(oc.found);
 	}
-	release_index();
+	index_lease_release();
 	batch_start();
 	size_t late = bury_late(j);
 	if (j->rc == 0)
@@ -623,13 +614,12 @@ static void step_start(void)
 		return;
 	if (!cull_state.reconcile && (!cull_state.culling || (cull_state.starved && ev_now(cache_state.loop) < cull_state.starved_until)))
 		return;
-	if (cache_state.commit_running) {
+	if (!index_lease_take(INDEX_HELD_CULL)) {
 		cull_state.want_index = 1;   /* space_index_free() calls again */
 		return;
 	}
 	cull_state.want_index = 0;
 	cull_state.step = 1;
-	cache_state.commit_running = INDEX_HELD_CULL;
 	if (cull_state.reconcile) {
 		struct reconcile_job *j = xcalloc(1, sizeof(*j));
 		cull_state.reconcile = 0;

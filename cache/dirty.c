@@ -124,21 +124,21 @@ void cache_patch_attrs(const struct cache_object *o, fattr3 *a)
 
 int cache_write_ready(struct cache_object *o, struct cache_waiter *w)
 {
-	if (o->wopen == 2)
+	if (o->wopen == CACHE_WOPEN_RECORDED)
 		return 1;
-	if (o->recorded_ranges == 0 && !o->wb_recover) {
+	if (o->recorded_ranges == 0 && o->wb_recover == CACHE_RECOVER_NONE) {
 		/* the index trusts nothing of it that a write could contradict;
 		 * the mark goes with the next batch all the same */
-		if (o->wopen == 0) {
-			o->wopen = 1;
+		if (o->wopen == CACHE_WOPEN_NONE) {
+			o->wopen = CACHE_WOPEN_REQUESTED;
 			persist_mark(o);
 		}
 		return 1;
 	}
-	o->wopen = 1;
+	o->wopen = CACHE_WOPEN_REQUESTED;
 	persist_mark(o);
 	cache_wait(o, w);
-	if (cache_state.commit_running)
+	if (index_lease_holder() != INDEX_FREE)
 		cache_state.batch_again = 1;
 	else
 		batch_start();

@@ -81,7 +81,6 @@ static void batch_done(void *arg)
 {
 	struct batch_job *job = arg;
 
-	cache_state.commit_running = 0;
 	for (size_t i = 0; i < job->n; i++) {
 		struct cache_object *o = job->objs[i];
 		if (job->recs[i].deleted) {
@@ -94,8 +93,8 @@ static void batch_done(void *arg)
 			continue;
 		}
 		o->recorded_ranges = job->recs[i].nranges;
-		if (job->recs[i].wopen && o->wopen == 1) {
-			o->wopen = 2;    /* recorded: local writes may go ahead */
+		if (job->recs[i].wopen && o->wopen == CACHE_WOPEN_REQUESTED) {
+			o->wopen = CACHE_WOPEN_RECORDED;    /* local writes may go ahead */
 			cache_wake(o);
 		}
 	}
@@ -105,12 +104,8 @@ static void batch_done(void *arg)
 	free(job->fds);
 	free(job->ranges);
 	free(job);
-	if (cache_state.batch_again) {
-		cache_state.batch_again = 0;
-		batch_start();
-	}
-	if (!cache_state.commit_running)
-		space_index_free();
+	/* after the objects above: a batch asked for by a woken call holds them */
+	index_lease_release();
 }
 
 /* Snapshot the changed objects and hand them to a worker. */
@@ -121,11 +116,12 @@ void batch_start(void)
 
 	if (list_empty(&cache_state.persist_queue) && cache_state.n_deletes == 0)
 		return;
-	if (cache_state.commit_running) {
-		if (cache_state.commit_running == INDEX_HELD_CULL)
-			cache_state.batch_again = 1;   /* right after the culling job */
+	if (index_lease_holder() == INDEX_HELD_CULL) {
+		cache_state.batch_again = 1;   /* right after the culling job */
 		return;
 	}
+	if (!index_lease_take(INDEX_HELD_BATCH))
+		return;   /* the running batch's timer tick comes next */
 	n = cache_state.n_deletes;
 	list_for_each_safe(pos, tmp, &cache_state.persist_queue) {
 		struct cache_object *o = list_entry(pos, struct cache_object, persist_link);
@@ -175,7 +171,7 @@ void batch_start(void)
 		r->ndirty = unsynced.count;
 		extent_set_foreach(&unsynced, collect_range, &rp);
 		extent_set_clear(&unsynced);
-		r->wopen = o->wopen != 0;
+		r->wopen = o->wopen != CACHE_WOPEN_NONE;
 		/* from now on the index may hold these ranges: a write must be
 		 * marked first (cache_write_ready) */
 		if (r->nranges > o->recorded_ranges)
@@ -192,7 +188,6 @@ void batch_start(void)
 		o->persist_queued = 0;
 		list_del(&o->persist_link);
 	}
-	cache_state.commit_running = INDEX_HELD_BATCH;
 	worker_submit(cache_state.workers, batch_work, batch_done, job);
 }
 
@@ -253,7 +248,7 @@ static int load_one(const struct index_record *r, void *ctx)
 	}
 	if (o->dirty.count) {
 		/* written back once the upstream file is shown unchanged since */
-		o->wb_recover = 1;
+		o->wb_recover = CACHE_RECOVER_PENDING;
 		o->wb_cred.flavor = RPC_AUTH_SYS;
 		o->wb_cred.uid = r->wb_uid;
 		o->wb_cred.gid = r->wb_gid;
@@ -353,13 +348,12 @@ void cache_finalise(void)
 	/* the last batch: wait for a running one, then write what is left */
 	worker_pool_free(cache_state.workers);
 	cache_state.workers = worker_pool_new(cache_state.loop, 1);
-	cache_state.commit_running = 0;
-	cache_state.batch_again = 0;
+	index_lease_reset();
 	/* a clean stop: every write is in the last batch */
 	for (size_t i = 0; i < cache_state.nbuckets; i++)
 		for (struct cache_object *o = cache_state.buckets[i]; o; o = o->hash_next)
-			if (o->wopen) {
-				o->wopen = 0;
+			if (o->wopen != CACHE_WOPEN_NONE) {
+				o->wopen = CACHE_WOPEN_NONE;
 				persist_mark(o);
 			}
 	batch_start();

@@ -433,14 +433,14 @@ static void recover_done(void *priv, enum upstream_status st, void *res)
 	if (st == UPSTREAM_OK && r->status == NFS3_OK) {
 		cache_attrs_update(o, &r->GETATTR3res_u.resok.obj_attributes, g->seq);
 	} else if (st == UPSTREAM_OK && r->status != NFS3ERR_JUKEBOX && o->wb_recover) {
-		o->wb_recover = 0;
+		o->wb_recover = CACHE_RECOVER_NONE;
 		log_warning("writeback: object %llu: gone upstream (NFS status %d): "
 			    "%llu dirty bytes from before the restart discarded",
 			    (unsigned long long)o->id, r->status,
 			    (unsigned long long)cache_dirty_drop(o, 0, UINT64_MAX));
 	}
-	if (o->wb_recover == 2)
-		o->wb_recover = 1;   /* no answer: asked again on a later tick */
+	if (o->wb_recover == CACHE_RECOVER_GETATTR)
+		o->wb_recover = CACHE_RECOVER_PENDING;   /* no answer: asked again on a later tick */
 	free(g);
 	waiters_check(o, 0);
 	if (!o->wb_recover && cache_has_uncommitted(o) && !o->wb)
@@ -454,10 +454,10 @@ static void recover_start(struct cache_object *o)
 	g->seq = cache_seq();
 	g->args.object.data.data_len = o->fh_len;
 	g->args.object.data.data_val = (char *)o->fh;
-	o->wb_recover = 2;
+	o->wb_recover = CACHE_RECOVER_GETATTR;
 	if (upstream_call(nfsd.upstream, proc_nfs3(NFS3PROC_GETATTR), &g->args, &o->wb_cred,
 			  recover_done, g) != 0) {
-		o->wb_recover = 1;
+		o->wb_recover = CACHE_RECOVER_PENDING;
 		free(g);
 	}
 }
@@ -475,7 +475,7 @@ static void tick_cb(struct ev_loop *loop, ev_timer *t, int revents)
 	(void)revents;
 	list_for_each_safe(pos, tmp, head) {
 		struct cache_object *o = list_entry(pos, struct cache_object, wb_link);
-		if (o->wb_recover == 1 && nfsd.upstream)
+		if (o->wb_recover == CACHE_RECOVER_PENDING && nfsd.upstream)
 			recover_start(o);
 		if (o->wb || o->wb_recover || o->dirty.count == 0)
 			continue;

@@ -112,7 +112,7 @@ static double wait_batch(void)
 {
 	double waited = 0;
 
-	while (cache_state.commit_running || !list_empty(&cache_state.persist_queue)) {
+	while (index_lease_holder() != INDEX_FREE || !list_empty(&cache_state.persist_queue)) {
 		if (waited > WAIT_MAX_S)
 			return -1;
 		run_for(0.05);
@@ -140,7 +140,7 @@ static int cache_open_here(void)
 	int rc = cache_init(lp, &cfg, VOLUME);
 	/* the start-up reconciliation holds the index for a moment: the
 	 * batches the tests start must not wait for it */
-	while (rc == 0 && cache_state.commit_running)
+	while (rc == 0 && index_lease_holder() != INDEX_FREE)
 		ev_run(lp, EVRUN_ONCE);
 	return rc;
 }
@@ -661,7 +661,7 @@ static void test_persistence(void)
 	double waited = wait_batch();
 	ok(waited >= 0, "a batch recorded everything (%.2f s)", waited);
 	is_int(o->recorded_ranges, 1, "the index holds the valid range");
-	is_int(o->wopen, 2, "the \"written to\" mark is recorded");
+	is_int(o->wopen, CACHE_WOPEN_RECORDED, "the \"written to\" mark is recorded");
 	is_int(w.woken, 0, "nobody waited");
 	cache_finalise();
 
@@ -676,8 +676,8 @@ static void test_persistence(void)
 	is_set(&o->dirty, "[100,110) [300,310)", "dirty ranges back");
 	is_set(&o->valid, "[0,4096)", "valid: clean stop, everything trusted");
 	is_set(&o->commit, "", "commit set empty");
-	is_int(o->wb_recover, 1, "wb_recover = 1");
-	is_int(o->wopen, 0, "not written to in this life yet");
+	is_int(o->wb_recover, CACHE_RECOVER_PENDING, "wb_recover = 1");
+	is_int(o->wopen, CACHE_WOPEN_NONE, "not written to in this life yet");
 	is_int(o->wb_cred.flavor, RPC_AUTH_SYS, "credential: AUTH_SYS");
 	is_int(o->wb_cred.uid, 1000, "credential: uid");
 	is_int(o->wb_cred.gid, 100, "credential: gid");
@@ -692,14 +692,14 @@ static void test_persistence(void)
 
 	fattr3 same = upstream_attrs(4096, UPSTREAM_MTIME_S, 91);
 	cache_attrs_update(o, &same, cache_seq());
-	is_int(o->wb_recover, 0, "matching attributes: wb_recover 0");
+	is_int(o->wb_recover, CACHE_RECOVER_NONE, "matching attributes: wb_recover 0");
 	is_set(&o->dirty, "[100,110) [300,310)", "matching attributes: dirty data kept");
 	is_set(&o->valid, "[0,4096)", "matching attributes: valid kept");
 	is_int(stats.cache_invalidations, 0, "no invalidation");
 
 	fattr3 other = upstream_attrs(4096, UPSTREAM_MTIME_S + 1, 92);
 	cache_attrs_update(p, &other, cache_seq());
-	is_int(p->wb_recover, 0, "another mtime: wb_recover 0");
+	is_int(p->wb_recover, CACHE_RECOVER_NONE, "another mtime: wb_recover 0");
 	ok(!cache_has_uncommitted(p), "another mtime: dirty data discarded");
 	is_set(&p->valid, "", "another mtime: nothing valid");
 	is_int(stats.cache_dirty_bytes, 20, "cache.dirty.bytes: only the first object's");
@@ -756,7 +756,7 @@ static int in_crashing_child(void (*child)(struct crash_report *r), struct crash
 		lp = ev_loop_new(EVFLAG_AUTO);   /* not the parent's epoll set */
 		memset(&stats, 0, sizeof(stats));
 		r->init_rc = cache_init(lp, &cfg, VOLUME);
-		while (r->init_rc == 0 && cache_state.commit_running)
+		while (r->init_rc == 0 && index_lease_holder() != INDEX_FREE)
 			ev_run(lp, EVRUN_ONCE);   /* the start-up reconciliation */
 		if (r->init_rc == 0)
 			child(r);
@@ -815,10 +815,10 @@ static void test_crash(void)
 	is_int(r->ready_first, 0, "child: cache_write_ready() 0: the mark is not recorded yet");
 	is_int(r->woken_in_call, 0, "child: wake() not called from inside cache_write_ready()");
 	is_int(r->ready_second, 0, "child: a second call before the batch: 0 too");
-	is_int(r->wopen_waiting, 1, "child: wopen 1 while the mark is on its way");
+	is_int(r->wopen_waiting, CACHE_WOPEN_REQUESTED, "child: wopen 1 while the mark is on its way");
 	is_int(r->woken, 1, "child: the loop ran the batch: wake() called once");
 	is_int(r->woken2, 1, "child: the second waiter woken once too");
-	is_int(r->wopen_recorded, 2, "child: wopen 2: recorded");
+	is_int(r->wopen_recorded, CACHE_WOPEN_RECORDED, "child: wopen 2: recorded");
 	is_int(r->ready_after, 1, "child: cache_write_ready() now 1");
 	is_int(r->woken_after, 0, "child: ... without queueing the waiter");
 	is_int(r->write_rc, 0, "child: write 100..110");
@@ -835,7 +835,7 @@ static void test_crash(void)
 	}
 	is_set(&a->valid, "[100,110)", "written-to object: only its recorded dirty range is valid");
 	is_set(&a->dirty, "[100,110)", "written-to object: its recorded dirty range");
-	is_int(a->wb_recover, 1, "wb_recover 1");
+	is_int(a->wb_recover, CACHE_RECOVER_PENDING, "wb_recover 1");
 	is_int(a->wb_cred.uid, 1000, "the writer's uid");
 	is_int(holds(a, 100, 10, 'a'), 0, "the recorded dirty bytes read back");
 	is_int(holds(a, 500, 10, 'z'), -EIO, "the unrecorded write is not trusted");
@@ -867,7 +867,7 @@ static void race_child(struct crash_report *r)
 		return;
 	r->stage = 2;
 	r->write_rc = written(a, 100, 10, 'a');
-	while (cache_state.commit_running)
+	while (index_lease_holder() != INDEX_FREE)
 		ev_run(lp, EVRUN_ONCE);
 	r->recorded_before = a->recorded_ranges;
 	r->stage = 3;   /* _exit: a crash before the next batch */
@@ -936,11 +936,11 @@ static void test_recover_quiet(void)
 	log_set_level(LOG_LEVEL_ERROR);
 	is_int(cache_open_here(), 0, "cache_init again");
 	o = find("case13");
-	ok(o && o->wb_recover == 1 && o->dirty.bytes == 10, "the dirty range comes back");
+	ok(o && o->wb_recover == CACHE_RECOVER_PENDING && o->dirty.bytes == 10, "the dirty range comes back");
 	if (o) {
 		fattr3 other = upstream_attrs(4096, UPSTREAM_MTIME_S + 1, 131);
 		cache_attrs_update(o, &other, cache_seq());
-		is_int(o->wb_recover, 0, "wb_recover 0");
+		is_int(o->wb_recover, CACHE_RECOVER_NONE, "wb_recover 0");
 		ok(!cache_has_uncommitted(o), "the dirty data of the changed file is discarded");
 		is_int(stats.cache_dirty_bytes, 0, "cache.dirty.bytes 0");
 	}
