@@ -8,6 +8,7 @@
  */
 #include "config.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,11 +134,34 @@ struct cache_object *object_new(uint64_t id, const uint8_t *fh, uint32_t fh_len)
 	return o;
 }
 
-int object_cullable(const struct cache_object *o)
+void cache_pin(struct cache_object *o)
 {
-	return !o->busy && !o->getattr_busy && !o->changes_in_flight && !o->wb &&
-	       !cache_has_uncommitted(o) && !o->wb_recover && o->wopen != 1 &&
-	       list_empty(&o->waiters);
+	o->pins++;
+}
+
+void cache_unpin(struct cache_object *o)
+{
+	assert(o->pins > 0);
+	o->pins--;
+}
+
+void cache_change_begin(struct cache_object *o)
+{
+	o->changes_in_flight++;
+	cache_pin(o);
+}
+
+void cache_change_end(struct cache_object *o)
+{
+	assert(o->changes_in_flight > 0);
+	o->changes_in_flight--;
+	cache_unpin(o);
+}
+
+bool object_cullable(const struct cache_object *o)
+{
+	return o->pins == 0 && !cache_has_uncommitted(o) && o->wb_recover == CACHE_RECOVER_NONE &&
+	       o->wopen != CACHE_WOPEN_REQUESTED && list_empty(&o->waiters);
 }
 
 void object_remove(struct cache_object *o)

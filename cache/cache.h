@@ -57,54 +57,81 @@ enum cache_wb_recover {
 	CACHE_RECOVER_GETATTR,          /* daemon/writeback.c: their GETATTR is in flight */
 };
 
+/*
+ * One cached file.  The fields above the line are public: every module may
+ * read them, and each says which module writes it (cache/ means the
+ * functions of cache.h, no caller).  Below the line the fields are the
+ * cache's own (the files of cache/ only; unit tests may look).  The daemon keeps an
+ * object alive past the current loop callback only with a pin
+ * (cache_pin()); the cache never culls or frees a pinned object.
+ */
 struct cache_object {
-	uint32_t magic;
-	uint64_t id;                     /* names the backing file and the index row */
-	uint8_t fh[64];
-	uint32_t fh_len;
-	struct cache_object *hash_next;
-	struct list_node persist_link;     /* in the list of objects the index must learn */
-	int persist_queued;
-	fattr3 attrs;                    /* the last attributes the upstream sent */
-	int have_attrs;
-	struct cache_coherency coh;
-	ev_tstamp attr_time;             /* loop time coh was last confirmed */
-	uint64_t gen;                    /* change generation: cache_seq() at its last change */
-	struct extent_set valid;         /* bytes held and right */
-	int fd;                          /* backing file, -1 when not open */
-	struct list_node fd_link;        /* in the LRU list of open backing files */
-	int checked;                     /* backing file checked against `valid` */
-	int64_t last_access_s;           /* unix seconds */
-	int64_t access_recorded_s;       /* last_access_s as the index has it (or the
-					  * running batch writes it) */
-	struct cache_access access[CACHE_ACCESS_SLOTS];
-	struct list_node waiters;        /* struct cache_waiter */
-	int busy;                        /* calls in flight for this object */
-	int getattr_busy;                /* a revalidating GETATTR is in flight */
-	int changes_in_flight;           /* our WRITE/SETATTR calls not answered yet */
+	/* ---- public ---------------------------------------------------- */
+	uint32_t magic;                  /* cache/: CACHE_OBJECT_MAGIC while alive */
+	uint64_t id;                     /* cache/: names the backing file and the index row */
+	uint8_t fh[64];                  /* cache/, at creation: the upstream file handle */
+	uint32_t fh_len;                 /* bytes, 1..64 */
+	fattr3 attrs;                    /* cache/: the last attributes the upstream sent */
+	int have_attrs;                  /* cache/: attrs holds something */
+	struct cache_coherency coh;      /* cache/: what the cached bytes are a copy of */
+	uint64_t gen;                    /* cache/: change generation, cache_seq() at its last change */
+	struct extent_set valid;         /* cache/: bytes held and right */
+	/* write-back (DESIGN.md "Write-back"); dirty ⊆ valid */
+	struct extent_set dirty;         /* cache/ (dirty.c): written locally, not sent
+					  * upstream yet: per page the merged ranges are
+					  * wb_pgbase/wb_bytes */
+	struct rpc_cred wb_cred;         /* cache/ (dirty.c): writer of the dirty bytes;
+					  * write-back uses it */
+	ev_tstamp dirty_since;           /* cache/ (dirty.c): loop time the oldest dirty
+					  * byte was written */
+	enum cache_wb_recover wb_recover;   /* cache/ sets PENDING when loading and NONE on
+					     * the first attributes; daemon/writeback.c moves
+					     * PENDING <-> GETATTR and ends it when the file is gone */
+	unsigned pins;                   /* cache_pin()/cache_unpin() only: holders that
+					  * keep a pointer to it (calls, fetches, GETATTRs,
+					  * changes in flight, write-back passes) */
+	int changes_in_flight;           /* cache_change_begin()/end() only: our WRITE/
+					  * SETATTR calls not answered yet (coherency: they
+					  * explain attribute changes; each also pins) */
+	int getattr_busy;                /* daemon (nfsd_revalidate() sets it, its GETATTR's
+					  * callback clears it): a revalidating GETATTR is in
+					  * flight, others wait for it (the GETATTR also pins) */
+	int removed;                     /* daemon/nfs_write.c: the file's last link was
+					  * removed through us */
+	/* daemon-owned, moving out of this struct (daemon/nfs_read.c, writeback.c) */
 	uint64_t next_offset;            /* end of the last READ: sequential access */
 	uint64_t readahead_end;          /* readahead issued up to here */
-
-	/* write-back (DESIGN.md "Write-back"); dirty ⊆ valid, commit ⊆ valid */
-	struct extent_set dirty;         /* written locally, not sent upstream yet: per page
-					  * the merged ranges are wb_pgbase/wb_bytes */
-	struct extent_set commit;        /* sent upstream UNSTABLE by the running pass,
-					  * not committed yet */
-	uint64_t local_size;             /* bytes: the size clients see while dirty */
-	int64_t local_mtime_ns;          /* mtime and ctime clients see while dirty */
-	struct rpc_cred wb_cred;         /* writer of the dirty bytes; write-back uses it */
-	struct list_node wb_link;        /* in the list of objects with dirty data */
-	ev_tstamp dirty_since;           /* loop time the oldest dirty byte was written */
-	enum cache_wopen wopen;          /* the "written to" mark in the index */
-	size_t recorded_ranges;          /* valid ranges the index holds (or a running
-					  * batch is writing) for it */
-	uint64_t uncommitted_bytes;         /* bytes in dirty ∪ commit */
-	enum cache_wb_recover wb_recover;   /* dirty ranges from the index to check */
 	void *wb;                        /* the write-back pass running (writeback.c) */
 	uint64_t wb_started, wb_done;    /* passes started / finished */
 	uint32_t wb_error;               /* nfsstat3 of a failed write-back, reported by the
 					  * next COMMIT; 0 = none */
-	int removed;                     /* the file's last link was removed through us */
+
+	/* ---- below: the cache's own ------------------------------------ */
+	struct cache_object *hash_next;  /* cache.c: the object table's chain */
+	struct list_node persist_link;   /* persist.c: in the queue of objects the index
+					  * must learn (persist_mark) */
+	int persist_queued;              /* persist.c: on that queue */
+	ev_tstamp attr_time;             /* cache.c: loop time coh was last confirmed */
+	int fd;                          /* cache.c: backing file, -1 when not open */
+	struct list_node fd_link;        /* cache.c: in the LRU list of open backing files */
+	int checked;                     /* cache.c: backing file checked against `valid` */
+	int64_t last_access_s;           /* cache.c: unix seconds */
+	int64_t access_recorded_s;       /* persist.c: last_access_s as the index has it
+					  * (or the running batch writes it) */
+	struct cache_access access[CACHE_ACCESS_SLOTS];   /* cache.c */
+	struct list_node waiters;        /* cache.c: struct cache_waiter */
+	struct extent_set commit;        /* dirty.c: sent upstream UNSTABLE by the running
+					  * pass, not committed yet (⊆ valid) */
+	uint64_t local_size;             /* dirty.c: bytes, the size clients see while
+					  * dirty or commit is not empty */
+	int64_t local_mtime_ns;          /* dirty.c: mtime and ctime clients see meanwhile */
+	struct list_node wb_link;        /* dirty.c: in the list of objects with bytes not
+					  * committed upstream */
+	uint64_t uncommitted_bytes;      /* dirty.c: bytes in dirty ∪ commit */
+	enum cache_wopen wopen;          /* dirty.c requests, persist.c records: the
+					  * "written to" mark in the index */
+	size_t recorded_ranges;          /* persist.c: valid ranges the index holds (or a
+					  * running batch is writing) for it */
 };
 
 /* A call waiting for something in flight on an object (a fetch, GETATTR). */
@@ -217,6 +244,23 @@ void cache_read_async(struct cache_object *o, uint64_t offset, void *buf, uint32
 void cache_wait(struct cache_object *o, struct cache_waiter *w);
 /* Wake every waiter of `o` (each wake() runs once; they may wait again). */
 void cache_wake(struct cache_object *o);
+
+/*
+ * Pin `o` while a pointer to it is kept past the current loop callback (a
+ * call, a fetch, a GETATTR, a write-back pass): a pinned object is never
+ * culled or freed.  Every cache_pin() is undone by one cache_unpin().
+ */
+void cache_pin(struct cache_object *o);
+void cache_unpin(struct cache_object *o);
+
+/*
+ * A WRITE or SETATTR of ours is sent upstream (begin) / answered or given
+ * up (end): while several are in flight their replies may come back in any
+ * order, and cache_change_done() takes an attribute change they explain as
+ * ours.  Each change in flight also pins `o`.
+ */
+void cache_change_begin(struct cache_object *o);
+void cache_change_end(struct cache_object *o);
 
 /* Note a use of `o` (for least-recently-used order; persisted in batches). */
 void cache_touch(struct cache_object *o);

@@ -72,8 +72,9 @@ int remove_range(uint64_t start, uint64_t end, void *ctx);
 void table_grow(void);
 struct cache_object *object_new(uint64_t id, const uint8_t *fh, uint32_t fh_len);
 int object_fd(struct cache_object *o);
-/* Can `o` go now: no dirty or sent bytes, no call, fetch, pass or waiter on it. */
-int object_cullable(const struct cache_object *o);
+/* May `o` go now: not pinned, no dirty or sent bytes, no recovery to
+ * decide, no "written to" mark on its way, no waiter. */
+bool object_cullable(const struct cache_object *o);
 /* Take `o` out of the table and free it (its file and rows are the caller's). */
 void object_remove(struct cache_object *o);
 

@@ -576,7 +576,7 @@ static void reconcile_done(void *arg)
 			struct cache_object *o = oc.found[i];
 			if (o->fd >= 0 || o->checked)
 				continue;   /* opened since: its file exists now */
-			if (cache_has_uncommitted(o) && !o->wb && !o->busy) {
+			if (cache_has_uncommitted(o) && o->pins == 0) {
 				uint64_t n = cache_dirty_drop(o, 0, UINT64_MAX);
 				log_error("cache: object %llu: its backing file is missing: %llu dirty "
 					  "bytes lost", (unsigned long long)o->id,

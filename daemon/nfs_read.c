@@ -66,7 +66,7 @@ static void read_try(struct read_op *op);
 
 static void op_free(struct read_op *op)
 {
-	op->o->busy--;
+	cache_unpin(op->o);
 	free(op);
 }
 
@@ -235,7 +235,7 @@ static void fetch_start(struct cache_object *o, uint64_t start, uint32_t len,
 	f->args.offset = start;
 	f->args.count = len;
 	list_add_tail(&fetches, &f->link);
-	o->busy++;
+	cache_pin(o);
 	if (!op)
 		readahead_in_flight++;
 	upstream_call(nfsd.upstream, proc_nfs3(NFS3PROC_READ), &f->args, cred, fetch_done, f);
@@ -329,7 +329,7 @@ static void fetch_done(void *priv, enum upstream_status st, void *res)
 	READ3res *r = res;
 
 	list_del(&f->link);
-	o->busy--;
+	cache_unpin(o);
 	if (!f->op)
 		readahead_in_flight--;
 	if (st == UPSTREAM_OK && r->status == NFS3_OK) {
@@ -390,6 +390,7 @@ static void getattr_done(void *priv, enum upstream_status st, void *res)
 	struct cache_object *o = op->o;
 
 	o->getattr_busy = 0;
+	cache_unpin(o);
 	if (st == UPSTREAM_OK && r->status == NFS3_OK)
 		cache_attrs_update(o, &r->GETATTR3res_u.resok.obj_attributes, op->seq);
 	if (cache_attrs_fresh(o))
@@ -516,7 +517,7 @@ void nfsd_proc_read(struct nfsd_call *call)
 	op->o = o;
 	op->sequential = a->offset == o->next_offset && a->offset != 0;
 	o->next_offset = a->offset + a->count;
-	op->o->busy++;
+	cache_pin(op->o);
 	op->waiter.wake = op_wake;
 	read_try(op);
 }

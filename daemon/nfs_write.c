@@ -77,14 +77,14 @@ static struct write_op *op_new(struct nfsd_call *call, struct cache_object *o)
 	op->call = call;
 	op->o = o;
 	if (o)
-		o->busy++;
+		cache_pin(o);
 	return op;
 }
 
 static void op_free(struct write_op *op)
 {
 	if (op->o)
-		op->o->busy--;
+		cache_unpin(op->o);
 	free(op);
 }
 
@@ -106,7 +106,7 @@ static void change_begins(struct nfsd_call *call, const nfs_fh3 *fh)
 	struct cache_object *o = nfsd_cache_object(fh);
 
 	if (o) {
-		o->changes_in_flight++;
+		cache_change_begin(o);
 		call->held = o;
 	}
 }
@@ -114,7 +114,7 @@ static void change_begins(struct nfsd_call *call, const nfs_fh3 *fh)
 void nfsd_change_free(struct nfsd_call *call)
 {
 	if (call->held)
-		call->held->changes_in_flight--;
+		cache_change_end(call->held);
 }
 
 /* A WRITE that went upstream: its bytes become valid (write-through); in
@@ -208,6 +208,7 @@ static void write_getattr_done(void *priv, enum upstream_status st, void *res)
 	struct cache_object *o = op->o;
 
 	o->getattr_busy = 0;
+	cache_unpin(o);
 	if (st == UPSTREAM_OK && r->status == NFS3_OK)
 		cache_attrs_update(o, &r->GETATTR3res_u.resok.obj_attributes, op->seq);
 	if (st == UPSTREAM_TIMEOUT)
@@ -245,7 +246,7 @@ static void write_first_access_done(void *priv, enum upstream_status st, void *r
 							   a->file.data.data_len);
 			nfsd_access_snoop(o, &op->call->cred, op->args.access.access, r, op->seq);
 			op->o = o;
-			o->busy++;
+			cache_pin(o);
 			write_try(op);
 			return;
 		}
@@ -514,7 +515,7 @@ void nfsd_proc_setattr(struct nfsd_call *call)
 void nfsd_remove_free(struct nfsd_call *call)
 {
 	if (call->held)
-		call->held->busy--;
+		cache_unpin(call->held);
 }
 
 static void remove_fixup(struct nfsd_call *call, void *res)
@@ -544,7 +545,7 @@ static void remove_lookup_done(void *priv, enum upstream_status st, void *res)
 		if (o && cache_has_uncommitted(o) && ok->obj_attributes.attributes_follow &&
 		    ok->obj_attributes.post_op_attr_u.attributes.nlink <= 1) {
 			call->held = o;
-			o->busy++;   /* held until the call is freed: nfsd_remove_free */
+			cache_pin(o);   /* held until the call is freed: nfsd_remove_free */
 		}
 	}
 	op_free(op);

@@ -207,6 +207,7 @@ static void pass_finish(struct wb_pass *p, int status)
 		}
 	}
 	o->wb = NULL;
+	cache_unpin(o);
 	o->wb_done++;
 	list_del(&p->link);
 	free(p->ranges);
@@ -310,7 +311,7 @@ static void chunk_write_done(void *priv, enum upstream_status st, void *res)
 	struct cache_object *o = p->o;
 	WRITE3res *r = res;
 
-	o->changes_in_flight--;
+	cache_change_end(o);
 	if (st == UPSTREAM_TIMEOUT || (st == UPSTREAM_OK && r->status == NFS3ERR_JUKEBOX)) {
 		p->transient = 1;
 	} else if (st != UPSTREAM_OK) {
@@ -352,10 +353,10 @@ static void chunk_send(struct wb_chunk *c)
 	c->args.stable = UNSTABLE;
 	c->args.data.data_len = c->len - c->sent;
 	c->args.data.data_val = c->buf + c->sent;
-	o->changes_in_flight++;
+	cache_change_begin(o);
 	if (upstream_call(nfsd.upstream, proc_nfs3(NFS3PROC_WRITE), &c->args, &p->cred,
 			  chunk_write_done, c) != 0) {
-		o->changes_in_flight--;
+		cache_change_end(o);
 		p->transient = 1;
 		chunk_end(c);
 	}
@@ -417,6 +418,7 @@ static void pass_start(struct cache_object *o)
 	p->n = n;
 	p->pos = n ? p->ranges[0] : 0;
 	o->wb = p;
+	cache_pin(o);   /* until pass_finish() */
 	o->wb_started++;
 	list_add_tail(&W.passes, &p->link);
 	pass_pump(p);

@@ -1001,7 +1001,7 @@ static void test_cull(void)
 	is_int(sp.state, CACHE_CACHING, "88 KiB of 100: above bcull, caching");
 	is_int(stats.cache_culled_objects, 0, "nothing culled");
 	is_int(written(o[1], 0, 100, 'W'), 0, "object 1 holds dirty bytes");
-	o[2]->busy++;   /* a call in flight on object 2 */
+	cache_pin(o[2]);   /* a call in flight on object 2 */
 	ok(wait_batch() >= 0, "the objects are in the index");
 	is_int(cache_cull_now(NULL, NULL), 0, "nfscachectl cull above brun: nothing to do");
 
@@ -1048,7 +1048,7 @@ static void test_cull(void)
 	is_int(holds(find("cull04"), 0, 4096, 'a' + 4), 0, "a kept object's bytes read back");
 
 	/* the culled rows left the index */
-	o[2]->busy--;
+	cache_unpin(o[2]);
 	ok(wait_batch() >= 0, "the removals reached the index");
 	cache_finalise();
 	ok(cache_open_here() == 0, "cache_init again");
