@@ -647,9 +647,11 @@ static void read_job_done(void *arg)
 	free(j);
 }
 
-static void read_async(struct cache_object *o, uint64_t offset, void *buf, uint32_t len,
-		       void (*done)(void *arg, int rc), void *arg, int raw)
+static int read_async(struct cache_object *o, uint64_t offset, void *buf, uint32_t len,
+		      void (*done)(void *arg, int rc), void *arg, int raw)
 {
+	if (!cache_state.workers)
+		return -ENODEV;
 	struct read_job *j = xcalloc(1, sizeof(*j));
 	if (raw)
 		object_fd(o);
@@ -663,23 +665,22 @@ static void read_async(struct cache_object *o, uint64_t offset, void *buf, uint3
 	j->done = done;
 	j->arg = arg;
 	if (j->fd < 0) {
-		j->got = -1;   /* completes with -EIO, still from the loop */
-		worker_submit(cache_state.workers, nothing_work, read_job_done, j);
-		return;
+		j->got = -1;   /* completes with -EIO, later, from the loop */
+		return worker_submit(cache_state.workers, nothing_work, read_job_done, j);
 	}
-	worker_submit(cache_state.workers, read_job_work, read_job_done, j);
+	return worker_submit(cache_state.workers, read_job_work, read_job_done, j);
 }
 
-void cache_read_async(struct cache_object *o, uint64_t offset, void *buf, uint32_t len,
-		      void (*done)(void *arg, int rc), void *arg)
+int cache_read_async(struct cache_object *o, uint64_t offset, void *buf, uint32_t len,
+		     void (*done)(void *arg, int rc), void *arg)
 {
-	read_async(o, offset, buf, len, done, arg, 0);
+	return read_async(o, offset, buf, len, done, arg, 0);
 }
 
-void cache_read_backing_async(struct cache_object *o, uint64_t offset, void *buf, uint32_t len,
-			      void (*done)(void *arg, int rc), void *arg)
+int cache_read_backing_async(struct cache_object *o, uint64_t offset, void *buf, uint32_t len,
+			     void (*done)(void *arg, int rc), void *arg)
 {
-	read_async(o, offset, buf, len, done, arg, 1);
+	return read_async(o, offset, buf, len, done, arg, 1);
 }
 
 void cache_wait(struct cache_object *o, struct cache_waiter *w)

@@ -10,11 +10,19 @@
  * cache_attrs_update(); a change not made through nfscached invalidates the
  * data.  A reply started before a change that completed meanwhile (the
  * generation moved on) is ignored, never cached.
+ *
+ * Asynchronous calls (STYLE.md, libnfs): a function that takes a callback
+ * returns 0 when the callback will be called exactly once, later, on the
+ * loop (never from inside the call), and a negative errno when it will not
+ * be called at all.  A predicate that may make its caller wait returns
+ * bool, true meaning "wait: you will be woken" (like writeback_throttle()
+ * and nfsd_revalidate() in the daemon); false means go ahead now.
  */
 #ifndef NFSCACHED_CACHE_H
 #define NFSCACHED_CACHE_H
 
 #include <ev.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "cache/extent.h"
@@ -42,7 +50,7 @@ struct cache_coherency {
 };
 
 /* o->wopen: the "written to" mark of an object in the index (crash safety of
- * local writes, cache_write_ready()). */
+ * local writes, cache_write_must_wait()). */
 enum cache_wopen {
 	CACHE_WOPEN_NONE,               /* not written to in this daemon life */
 	CACHE_WOPEN_REQUESTED,          /* asked of the next batch, not recorded yet */
@@ -234,11 +242,14 @@ int cache_read_local_nowait(struct cache_object *o, uint64_t offset, void *buf, 
 
 /*
  * Read [offset, offset + len) of valid bytes into buf on a worker thread and
- * call done(arg, rc) on the loop thread: rc 0, or -EIO as cache_read_local().
- * buf must stay valid until then.
+ * call done(arg, rc) on the loop thread: rc 0, or -EIO as cache_read_local()
+ * (the backing file cannot be opened, is short, or the object changed
+ * while the worker read).  buf must stay valid until then.  Returns 0: done
+ * is called once, later; -ENODEV: the cache is not open (done is never
+ * called).
  */
-void cache_read_async(struct cache_object *o, uint64_t offset, void *buf, uint32_t len,
-		      void (*done)(void *arg, int rc), void *arg);
+int cache_read_async(struct cache_object *o, uint64_t offset, void *buf, uint32_t len,
+		     void (*done)(void *arg, int rc), void *arg);
 
 /* Wait for the next cache_wake() of `o`. */
 void cache_wait(struct cache_object *o, struct cache_waiter *w);
@@ -283,11 +294,12 @@ void cache_patch_attrs(const struct cache_object *o, fattr3 *a);
  * Before the first local write of this daemon life to an object holding
  * valid data, the index must record that the object is being written
  * (after a crash its unrecorded writes may sit on top of recorded ranges,
- * which are then not trusted).  Returns 1 when local writes may go ahead,
- * else 0: the record is on its way, and `w` is woken (cache_wake) once it
- * is in the index.
+ * which are then not trusted).  Returns false when local writes may go
+ * ahead now; true when the caller must wait: the record is on its way, and
+ * `w` is woken (cache_wake, never from inside this call) once it is in the
+ * index.
  */
-int cache_write_ready(struct cache_object *o, struct cache_waiter *w);
+bool cache_write_must_wait(struct cache_object *o, struct cache_waiter *w);
 
 /*
  * An UNSTABLE WRITE accepted locally (RFC 1813 §3.3.7): `len` bytes at
@@ -295,8 +307,9 @@ int cache_write_ready(struct cache_object *o, struct cache_waiter *w);
  * dirty; bytes between the current size and `offset` (at most
  * CACHE_WRITE_GAP_MAX) are stored as zeros, valid but not dirty.  `cred`
  * becomes the object's write-back credential (the caller flushes first when
- * another credential holds dirty data).  Needs cache_write_ready().
- * Returns 0, or -errno of the backing write (nothing changed then).
+ * another credential holds dirty data).  Needs cache_write_must_wait()
+ * false first.  Returns 0, or -errno of the backing write (nothing changed
+ * then).
  */
 #define CACHE_WRITE_GAP_MAX (1024 * 1024)
 int cache_write_local(struct cache_object *o, uint64_t offset, const void *data, uint32_t len,
@@ -329,10 +342,15 @@ uint64_t cache_dirty_drop(struct cache_object *o, uint64_t start, uint64_t end);
 /* The objects holding dirty data, in the order they became dirty. */
 struct list_node *cache_dirty_list(void);
 
-/* Read `len` bytes at `offset` of the backing file (dirty data for a
- * write-back) on a worker thread; done(arg, rc) on the loop: 0, or -EIO. */
-void cache_read_backing_async(struct cache_object *o, uint64_t offset, void *buf, uint32_t len,
-			      void (*done)(void *arg, int rc), void *arg);
+/*
+ * Read `len` bytes at `offset` of the backing file (dirty data for a
+ * write-back), whatever their state, on a worker thread; done(arg, rc) on
+ * the loop: 0, or -EIO (no backing file, or fewer bytes than asked).
+ * Returns 0: done is called once, later; -ENODEV: the cache is not open
+ * (done is never called).
+ */
+int cache_read_backing_async(struct cache_object *o, uint64_t offset, void *buf, uint32_t len,
+			     void (*done)(void *arg, int rc), void *arg);
 
 /* Call fn(o, arg) for every object (nfscachectl invalidate --all); fn must
  * not create or free objects. */
@@ -373,10 +391,13 @@ void cache_space_check(void);
 
 /*
  * `nfscachectl cull`: a culling run now, until the cache is above
- * brun/frun (and max_size's brun).  Returns 0 when there is nothing to cull
- * (done() is not called), else 1: done(arg, space) is called on the loop
- * once the run ends (*space as cache_space(); starved set when nothing
- * more could be culled: every remaining object dirty or in use).
+ * brun/frun (and max_size's brun).  Returns 0: done(arg, space) is called
+ * once, on the loop, when the run ends (never from inside this call;
+ * *space as cache_space(), its run counts since this call; starved set
+ * when nothing more could be culled: every remaining object dirty or
+ * pinned).  Returns -EALREADY when the cache is above brun/frun and no run
+ * is on (nothing to cull), -ENODEV when the cache is not open: done is
+ * never called then.
  */
 int cache_cull_now(void (*done)(void *arg, const struct cache_space *space), void *arg);
 

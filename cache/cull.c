@@ -278,14 +278,20 @@ static void step_next(struct ev_loop *loop, ev_timer *w, int revents)
 	evaluate();
 }
 
-static void step_end(void)
+/* measure() and evaluate() on the next loop iteration. */
+static void evaluate_soon(void)
 {
-	cull_state.step = 0;
 	if (cull_state.closing)
 		return;
 	ev_timer_stop(cache_state.loop, &cull_state.next_step);
 	ev_timer_set(&cull_state.next_step, 0., 0.);
-	ev_timer_start(cache_state.loop, &cull_state.next_step);   /* the next loop iteration */
+	ev_timer_start(cache_state.loop, &cull_state.next_step);
+}
+
+static void step_end(void)
+{
+	cull_state.step = 0;
+	evaluate_soon();   /* the next step */
 }
 
 static void bury_done(void *arg)
@@ -766,11 +772,11 @@ void cache_space_check(void)
 int cache_cull_now(void (*done)(void *arg, const struct cache_space *space), void *arg)
 {
 	if (!cache_state.cfg)
-		return 0;
+		return -ENODEV;
 	measure();
 	struct deficit d = deficit();
 	if (!cull_state.culling && deficit_none(&d))
-		return 0;
+		return -EALREADY;
 	struct cull_waiter *w = xcalloc(1, sizeof(*w));
 	w->done = done;
 	w->arg = arg;
@@ -783,6 +789,6 @@ int cache_cull_now(void (*done)(void *arg, const struct cache_space *space), voi
 	cull_state.starved = 0;   /* asked for: try now */
 	cull_state.starved_backoff = 0;
 	run_start("nfscachectl cull");
-	evaluate();
-	return 1;
+	evaluate_soon();   /* a run that ends at once answers from the loop, not from here */
+	return 0;
 }

@@ -122,10 +122,10 @@ void cache_patch_attrs(const struct cache_object *o, fattr3 *a)
 		a->ctime = a->mtime;
 }
 
-int cache_write_ready(struct cache_object *o, struct cache_waiter *w)
+bool cache_write_must_wait(struct cache_object *o, struct cache_waiter *w)
 {
 	if (o->wopen == CACHE_WOPEN_RECORDED)
-		return 1;
+		return false;
 	if (o->recorded_ranges == 0 && o->wb_recover == CACHE_RECOVER_NONE) {
 		/* the index trusts nothing of it that a write could contradict;
 		 * the mark goes with the next batch all the same */
@@ -133,7 +133,7 @@ int cache_write_ready(struct cache_object *o, struct cache_waiter *w)
 			o->wopen = CACHE_WOPEN_REQUESTED;
 			persist_mark(o);
 		}
-		return 1;
+		return false;
 	}
 	o->wopen = CACHE_WOPEN_REQUESTED;
 	persist_mark(o);
@@ -142,7 +142,7 @@ int cache_write_ready(struct cache_object *o, struct cache_waiter *w)
 		cache_state.batch_again = 1;
 	else
 		batch_start();
-	return 0;
+	return true;
 }
 
 int cache_write_local(struct cache_object *o, uint64_t offset, const void *data, uint32_t len,

@@ -173,7 +173,7 @@ void batch_start(void)
 		extent_set_clear(&unsynced);
 		r->wopen = o->wopen != CACHE_WOPEN_NONE;
 		/* from now on the index may hold these ranges: a write must be
-		 * marked first (cache_write_ready) */
+		 * marked first (cache_write_must_wait) */
 		if (r->nranges > o->recorded_ranges)
 			o->recorded_ranges = r->nranges;
 		r->wb_uid = o->wb_cred.uid;

@@ -207,10 +207,8 @@ static int serve_local(struct read_op *op)
 		local_reply(lr);
 		return 1;
 	}
-	if (rc == -EAGAIN) {
-		cache_read_async(o, start, lr->buf, n, local_read_done, lr);
+	if (rc == -EAGAIN && cache_read_async(o, start, lr->buf, n, local_read_done, lr) == 0)
 		return 1;
-	}
 	free(lr->buf);
 	free(lr);
 	return 0;   /* lost behind our back: fetched again */

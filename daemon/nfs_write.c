@@ -317,7 +317,7 @@ static void write_try(struct write_op *op)
 		op_jukebox(op);   /* no room for its dirty bytes: the client retries */
 		return;
 	}
-	if (!cache_write_ready(o, &op->waiter) || writeback_throttle(a->count, &op->waiter))
+	if (cache_write_must_wait(o, &op->waiter) || writeback_throttle(a->count, &op->waiter))
 		return;   /* op_wake() tries again */
 	wcc_attr pre;
 	fattr3 before = o->attrs;

@@ -401,7 +401,14 @@ static void pass_pump(struct wb_pass *p)
 			p->pos = p->ranges[2 * p->cur];
 		p->in_flight++;
 		W.in_flight++;
-		cache_read_backing_async(p->o, c->offset, c->buf, c->len, chunk_read_done, c);
+		if (cache_read_backing_async(p->o, c->offset, c->buf, c->len, chunk_read_done,
+					     c) != 0) {
+			p->transient = 1;   /* the cache is closing: the bytes stay dirty */
+			p->in_flight--;
+			W.in_flight--;
+			free(c->buf);
+			free(c);
+		}
 	}
 	if ((p->cur == p->n || p->error || p->transient) && p->in_flight == 0 && !p->commit.file.data.data_len)
 		pass_writes_done(p);

@@ -8,7 +8,7 @@
  * dirty and sent bytes, a write-back pass settled each of the three ways,
  * dropping and truncating dirty bytes, dirty ranges and the writer's
  * credential surviving a clean restart (kept or discarded by the first
- * attributes), and the "written to" mark: cache_write_ready() waits for
+ * attributes), and the "written to" mark: cache_write_must_wait() waits for
  * its batch, and after a crash (a child that _exit()s without
  * cache_finalise) only recorded dirty ranges of a marked object are
  * trusted.
@@ -324,7 +324,7 @@ static void test_write_extends(void)
 	ok(a.size == 10 && a.used == 10 && ns_of(&a.mtime) == ns_of(&up.mtime) &&
 	   ns_of(&a.ctime) == ns_of(&up.ctime), "clean: cache_patch_attrs leaves the attributes alone");
 	waiter_init(&w);
-	is_int(cache_write_ready(o, &w.w), 1, "nothing recorded yet: local writes may go at once");
+	is_int(!cache_write_must_wait(o, &w.w), 1, "nothing recorded yet: local writes may go at once");
 	is_int(written(o, 10, 10, 'w'), 0, "cache_write_local 10 bytes at 10");
 	is_set(&o->valid, "[0,20)", "valid");
 	is_set(&o->dirty, "[10,20)", "dirty");
@@ -653,7 +653,7 @@ static void test_persistence(void)
 	fetched(o, 0, 4096, 'f', cache_seq());
 	fetched(p, 0, 4096, 'g', cache_seq());
 	waiter_init(&w);
-	is_int(cache_write_ready(o, &w.w) + cache_write_ready(p, &w.w), 2,
+	is_int(!cache_write_must_wait(o, &w.w) + !cache_write_must_wait(p, &w.w), 2,
 	       "nothing recorded: both may be written at once");
 	written(o, 100, 10, 'a');
 	written(o, 300, 10, 'b');
@@ -782,9 +782,9 @@ static void crash_child(struct crash_report *r)
 	waiter_init(&w1);
 	waiter_init(&w2);
 	waiter_init(&w3);
-	r->ready_first = cache_write_ready(a, &w1.w);
+	r->ready_first = !cache_write_must_wait(a, &w1.w);
 	r->woken_in_call = w1.woken;
-	r->ready_second = cache_write_ready(a, &w2.w);
+	r->ready_second = !cache_write_must_wait(a, &w2.w);
 	r->wopen_waiting = a->wopen;
 	r->stage = 2;
 	wait_woken(&w1);
@@ -792,7 +792,7 @@ static void crash_child(struct crash_report *r)
 	r->woken = w1.woken;
 	r->woken2 = w2.woken;
 	r->wopen_recorded = a->wopen;
-	r->ready_after = cache_write_ready(a, &w3.w);
+	r->ready_after = !cache_write_must_wait(a, &w3.w);
 	r->stage = 3;
 	r->write_rc = written(a, 100, 10, 'a');
 	r->batch_ok = wait_batch() >= 0;
@@ -812,14 +812,14 @@ static void test_crash(void)
 	is_int(r->init_rc, 0, "child: cache_init");
 	is_int(r->stage, 4, "child: every step done");
 	is_int(r->recorded_before, 1, "child: a batch recorded the valid range");
-	is_int(r->ready_first, 0, "child: cache_write_ready() 0: the mark is not recorded yet");
-	is_int(r->woken_in_call, 0, "child: wake() not called from inside cache_write_ready()");
+	is_int(r->ready_first, 0, "child: cache_write_must_wait() true: the mark is not recorded yet");
+	is_int(r->woken_in_call, 0, "child: wake() not called from inside cache_write_must_wait()");
 	is_int(r->ready_second, 0, "child: a second call before the batch: 0 too");
 	is_int(r->wopen_waiting, CACHE_WOPEN_REQUESTED, "child: wopen 1 while the mark is on its way");
 	is_int(r->woken, 1, "child: the loop ran the batch: wake() called once");
 	is_int(r->woken2, 1, "child: the second waiter woken once too");
 	is_int(r->wopen_recorded, CACHE_WOPEN_RECORDED, "child: wopen 2: recorded");
-	is_int(r->ready_after, 1, "child: cache_write_ready() now 1");
+	is_int(r->ready_after, 1, "child: cache_write_must_wait() now false");
 	is_int(r->woken_after, 0, "child: ... without queueing the waiter");
 	is_int(r->write_rc, 0, "child: write 100..110");
 	is_int(r->batch_ok, 1, "child: a batch recorded it");
@@ -862,7 +862,7 @@ static void race_child(struct crash_report *r)
 	batch_start();   /* the batch recording 0..4096 (without the mark) is running */
 	r->stage = 1;
 	waiter_init(&w);
-	r->ready_first = cache_write_ready(a, &w.w);
+	r->ready_first = !cache_write_must_wait(a, &w.w);
 	if (!r->ready_first && !wait_woken(&w))
 		return;
 	r->stage = 2;
@@ -882,7 +882,7 @@ static void test_write_during_batch(void)
 	int status = in_crashing_child(race_child, r);
 	ok(WIFEXITED(status) && WEXITSTATUS(status) == 0 && r->init_rc == 0 && r->stage == 3,
 	   "the child ran every step and _exit()ed");
-	is_int(r->ready_first, 0, "cache_write_ready() 0 while a batch without the mark runs");
+	is_int(r->ready_first, 0, "cache_write_must_wait() true while a batch without the mark runs");
 	munmap(r, sizeof(*r));
 
 	is_int(cache_open_here(), 0, "cache_init on the crashed cache directory");
@@ -1003,7 +1003,7 @@ static void test_cull(void)
 	is_int(written(o[1], 0, 100, 'W'), 0, "object 1 holds dirty bytes");
 	cache_pin(o[2]);   /* a call in flight on object 2 */
 	ok(wait_batch() >= 0, "the objects are in the index");
-	is_int(cache_cull_now(NULL, NULL), 0, "nfscachectl cull above brun: nothing to do");
+	is_int(cache_cull_now(NULL, NULL), -EALREADY, "nfscachectl cull above brun: nothing to do");
 
 	o[22] = object("cull22", 8192, 1422);
 	ids[22] = o[22]->id;
