@@ -103,7 +103,17 @@ void space_stored(void);
 void space_nospace(void);
 /* A batch ended: a culling step waiting for the index may go. */
 void space_index_free(void);
-/* Start-up reconciliation of the index and the backing files (a worker job). */
+/* Start-up reconciliation of the index and the backing files (a worker job
+ * run by reconcile.c once the index lease is free). */
 void space_reconcile(void);
+/* reconcile.c's job ended (it released the index lease): culling may go. */
+void space_reconcile_done(void);
+/* Delete the backing files of ids[0..n) on a worker (graveyard first). */
+void space_bury(const uint64_t *ids, size_t n);
+
+/* reconcile.c: submit the reconciliation job; the caller holds the index
+ * lease, which the job releases when it ends, then space_reconcile_done().
+ * Returns 0 (worker_submit). */
+int reconcile_submit(void);
 
 #endif

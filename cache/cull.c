@@ -3,7 +3,8 @@
  * cachefilesd(8): the cache file system's free blocks and files, and
  * cache.bytes under cache.max_size, against brun/bcull/bstop and
  * frun/fcull/fstop; culling of least-recently-used objects in bounded steps;
- * the start-up reconciliation of the index with the backing files.
+ * the scheduling of the start-up reconciliation (reconcile.c does it) in
+ * the same slot: both hold the index lease while their worker job runs.
  *
  * A culling step is two worker jobs and two short loop callbacks: the index
  * gives up to CULL_STEP_MAX candidates in least-recently-used order (a
@@ -29,6 +30,7 @@
 #include "cache/cache_int.h"
 #include "cache/index.h"
 #include "cache/worker.h"
+#include "common/array.h"
 #include "common/log.h"
 #include "common/stats.h"
 #include "common/xalloc.h"
@@ -230,22 +232,18 @@ struct lru_job {
 };
 
 struct bury_job {
-	size_t n;
-	uint64_t *ids;
+	ARRAY(uint64_t) ids;                    /* objects whose backing files go */
 	int step;                               /* a culling step's (else reconciliation's) */
 };
 
-static struct bury_job *bury_job_new(size_t cap)
+static struct bury_job *bury_job_new(void)
 {
-	struct bury_job *b = xcalloc(1, sizeof(*b));
-
-	b->ids = xcalloc(cap, sizeof(*b->ids));
-	return b;
+	return xcalloc(1, sizeof(struct bury_job));
 }
 
 static void bury_job_free(struct bury_job *b)
 {
-	free(b->ids);
+	ARRAY_FREE(&b->ids);
 	free(b);
 }
 
@@ -261,12 +259,12 @@ static void bury_work(void *arg)
 	struct bury_job *j = arg;
 
 	/* renamed first: a crash leaves them in the graveyard, emptied at start */
-	for (size_t i = 0; i < j->n; i++)
-		if (backing_bury(j->ids[i]) != 0)
-			j->ids[i] = 0;   /* no file */
-	for (size_t i = 0; i < j->n; i++)
-		if (j->ids[i])
-			backing_unlink_buried(j->ids[i]);
+	for (size_t i = 0; i < j->ids.n; i++)
+		if (backing_bury(j->ids.v[i]) != 0)
+			j->ids.v[i] = 0;   /* no file */
+	for (size_t i = 0; i < j->ids.n; i++)
+		if (j->ids.v[i])
+			backing_unlink_buried(j->ids.v[i]);
 }
 
 static void step_next(struct ev_loop *loop, ev_timer *w, int revents)
@@ -335,7 +333,7 @@ static int sum_pages(uint64_t start, uint64_t end, void *ctx)
 static void lru_done(void *arg)
 {
 	struct lru_job *j = arg;
-	struct bury_job *b = bury_job_new(CULL_STEP_MAX);
+	struct bury_job *b = bury_job_new();
 	struct deficit need;
 	uint64_t freed_disk = 0, freed_valid = 0, freed_files = 0;
 	int i;
@@ -370,13 +368,13 @@ static void lru_done(void *arg)
 		stats.cache_culled_bytes += o->valid.bytes;
 		if (cull_state.kick_left)
 			cull_state.kick_left = cull_state.kick_left > disk ? cull_state.kick_left - disk : 0;
-		b->ids[b->n++] = o->id;
+		ARRAY_PUSH(&b->ids, o->id);
 		batch_delete(o->id);
 		object_remove(o);
 	}
 	/* objects are only removed while the index is ours: no batch holds them */
 	index_lease_release();
-	cull_state.pass_culled += b->n;
+	cull_state.pass_culled += b->ids.n;
 	int starved = 0;
 	if (i == j->n && j->n < CULL_STEP_MAX) {
 		/* the end of the order: the next step starts over */
@@ -386,11 +384,11 @@ static void lru_done(void *arg)
 		cull_state.pass_culled = 0;
 	}
 	free(j);
-	if (b->n) {
+	if (b->ids.n) {
 		cull_state.starved = 0;
 		cull_state.starved_backoff = 0;
 		cull_state.starved_logged = 0;
-		log_debug("cull: step: %zu objects", b->n);
+		log_debug("cull: step: %zu objects", b->ids.n);
 		batch_start();   /* their rows go now */
 		worker_submit(cache_state.workers, bury_work, bury_done, b);
 		return;
@@ -400,216 +398,6 @@ static void lru_done(void *arg)
 		starve();
 	else
 		step_end();
-}
-
-/* ---- start-up reconciliation ----------------------------------------- */
-
-struct row {
-	uint64_t id;
-	int ours;          /* this volume's */
-	int has_ranges;
-	int seen;          /* its backing file exists */
-};
-
-struct reconcile_job {
-	struct row *rows;
-	size_t n, cap;
-	uint64_t max_id;
-	size_t purged, orphan_files, other_files;
-	uint64_t *orphan_rows;     /* ours, with ranges, without a file */
-	size_t n_orphan_rows;
-	uint64_t *late;            /* files of ids above max_id: new objects' or orphans */
-	size_t n_late, cap_late;
-	int rc;
-};
-
-static int scan_row(uint64_t id, const char *volume, int has_ranges, void *ctx)
-{
-	struct reconcile_job *j = ctx;
-
-	if (j->n == j->cap) {
-		j->cap = j->cap ? 2 * j->cap : 1024;
-		j->rows = xreallocarray(j->rows, j->cap, sizeof(*j->rows));
-	}
-	j->rows[j->n++] = (struct row){ id, strcmp(volume, cache_state.volume) == 0, has_ranges, 0 };
-	return 0;
-}
-
-static int row_cmp(const void *a, const void *b)
-{
-	uint64_t x = ((const struct row *)a)->id, y = ((const struct row *)b)->id;
-
-	return x < y ? -1 : x > y;
-}
-
-static int reconcile_file(uint64_t id, const char *path, void *ctx)
-{
-	struct reconcile_job *j = ctx;
-	struct row key = { .id = id };
-
-	if (id == 0) {
-		j->other_files++;   /* not ours: left alone */
-		return 0;
-	}
-	if (id > j->max_id) {
-		/* an object created since the start, or a crash's orphan written
-		 * before its first batch: the loop tells them apart */
-		if (j->n_late == j->cap_late) {
-			j->cap_late = j->cap_late ? 2 * j->cap_late : 64;
-			j->late = xreallocarray(j->late, j->cap_late, sizeof(*j->late));
-		}
-		j->late[j->n_late++] = id;
-		return 0;
-	}
-	struct row *r = j->n ? bsearch(&key, j->rows, j->n, sizeof(*j->rows), row_cmp) : NULL;
-	if (r) {
-		r->seen = 1;
-		return 0;
-	}
-	if (unlink(path) == 0)
-		j->orphan_files++;
-	return 0;
-}
-
-static void reconcile_work(void *arg)
-{
-	struct reconcile_job *j = arg;
-
-	j->purged = backing_purge_graveyard();
-	j->rc = index_scan(cache_state.index, scan_row, j);
-	if (j->rc != 0)
-		return;
-	if (j->n)
-		qsort(j->rows, j->n, sizeof(*j->rows), row_cmp);
-	backing_foreach(reconcile_file, j);
-	for (size_t i = 0; i < j->n; i++) {
-		struct row *r = &j->rows[i];
-		if (r->ours && r->has_ranges && !r->seen && r->id <= j->max_id) {
-			if (!j->orphan_rows) {
-				j->orphan_rows = xcalloc(j->n, sizeof(*j->orphan_rows));
-			}
-			j->orphan_rows[j->n_orphan_rows++] = r->id;
-		}
-	}
-}
-
-static int u64_cmp(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-struct orphan_ctx {
-	const uint64_t *ids;
-	size_t n;
-	struct cache_object **found;
-	size_t n_found;
-};
-
-struct live_ctx {
-	uint64_t above;
-	uint64_t *ids;
-	size_t n, cap;
-};
-
-static void collect_live(struct cache_object *o, void *arg)
-{
-	struct live_ctx *lc = arg;
-
-	if (o->id <= lc->above)
-		return;
-	if (lc->n == lc->cap) {
-		lc->cap = lc->cap ? 2 * lc->cap : 64;
-		lc->ids = xreallocarray(lc->ids, lc->cap, sizeof(*lc->ids));
-	}
-	lc->ids[lc->n++] = o->id;
-}
-
-/* Backing files of ids above the index's largest at start that no object
- * has: files written before a crash, whose rows never reached the index.
- * No object takes those ids afterwards; a worker deletes the files. */
-static size_t bury_late(struct reconcile_job *j)
-{
-	struct live_ctx lc = { cache_state.max_id_at_start, NULL, 0, 0 };
-	struct bury_job *b;
-	uint64_t top = 0;
-
-	if (!j->n_late)
-		return 0;
-	cache_foreach(collect_live, &lc);
-	if (lc.n)
-		qsort(lc.ids, lc.n, sizeof(*lc.ids), u64_cmp);
-	b = bury_job_new(j->n_late);
-	for (size_t i = 0; i < j->n_late; i++) {
-		uint64_t id = j->late[i];
-		if (lc.n && bsearch(&id, lc.ids, lc.n, sizeof(*lc.ids), u64_cmp))
-			continue;   /* an object's since the start */
-		b->ids[b->n++] = id;
-		if (id > top)
-			top = id;
-	}
-	free(lc.ids);
-	if (top >= cache_state.next_id)
-		cache_state.next_id = top + 1;
-	size_t n = b->n;
-	if (n)
-		worker_submit(cache_state.workers, bury_work, bury_done, b);
-	else
-		bury_job_free(b);
-	return n;
-}
-
-static void find_orphan(struct cache_object *o, void *arg)
-{
-	struct orphan_ctx *oc = arg;
-
-	if (bsearch(&o->id, oc->ids, oc->n, sizeof(*oc->ids), u64_cmp))
-		oc->found[oc->n_found++] = o;
-}
-
-static void reconcile_done(void *arg)
-{
-	struct reconcile_job *j = arg;
-	size_t removed = 0;
-
-	/* objects are only removed while the index is ours: no batch holds them */
-	if (j->n_orphan_rows) {
-		struct orphan_ctx oc = { j->orphan_rows, j->n_orphan_rows, NULL, 0 };
-		oc.found = xcalloc(j->n_orphan_rows, sizeof(*oc.found));
-		cache_foreach(find_orphan, &oc);
-		for (size_t i = 0; i < oc.n_found; i++) {
-			struct cache_object *o = oc.found[i];
-			if (o->fd >= 0 || o->checked)
-				continue;   /* opened since: its file exists now */
-			if (cache_has_uncommitted(o) && o->pins == 0) {
-				uint64_t n = cache_dirty_drop(o, 0, UINT64_MAX);
-				log_error("cache: object %llu: its backing file is missing: %llu dirty "
-					  "bytes lost", (unsigned long long)o->id,
-					  (unsigned long long)n);
-			}
-			if (!object_cullable(o))
-				continue;
-			batch_delete(o->id);
-			object_remove(o);
-			removed++;
-		}
-		free(oc.found);
-	}
-	index_lease_release();
-	batch_start();
-	size_t late = bury_late(j);
-	if (j->rc == 0)
-		log_info("cache: reconciled with %s: %zu orphan backing files and %zu index rows "
-			 "without a file removed, %zu graveyard entries deleted%s",
-			 cache_state.cfg->dir, j->orphan_files + late, removed, j->purged,
-			 j->other_files ? " (files not named as objects left alone)" : "");
-	free(j->late);
-	free(j->rows);
-	free(j->orphan_rows);
-	free(j);
-	cull_state.step = 0;
-	evaluate();
 }
 
 /* ---- the index, shared with the batches ------------------------------- */
@@ -627,10 +415,8 @@ static void step_start(void)
 	cull_state.want_index = 0;
 	cull_state.step = 1;
 	if (cull_state.reconcile) {
-		struct reconcile_job *j = xcalloc(1, sizeof(*j));
 		cull_state.reconcile = 0;
-		j->max_id = cache_state.max_id_at_start;
-		worker_submit(cache_state.workers, reconcile_work, reconcile_done, j);
+		reconcile_submit();   /* space_reconcile_done() when it ends */
 		return;
 	}
 	struct lru_job *j = xcalloc(1, sizeof(*j));
@@ -642,6 +428,23 @@ void space_index_free(void)
 {
 	if (cull_state.want_index)
 		step_start();
+}
+
+void space_reconcile_done(void)
+{
+	cull_state.step = 0;
+	evaluate();
+}
+
+void space_bury(const uint64_t *ids, size_t n)
+{
+	if (n == 0)
+		return;
+	struct bury_job *b = bury_job_new();
+	ARRAY_RESERVE(&b->ids, n);
+	memcpy(b->ids.v, ids, n * sizeof(*ids));
+	b->ids.n = n;
+	worker_submit(cache_state.workers, bury_work, bury_done, b);
 }
 
 /* ---- the interface ----------------------------------------------------- */
