@@ -2,22 +2,28 @@
  * cache.c — the object table (lookup by file handle, ids), coherency rules
  * and change generations, per-credential ACCESS results, invalidation and
  * truncation, each object's backing file (opened on use, checked, LRU
- * closed) and local reads of it, synchronous and on a worker.  Not here:
- * the write-back state (dirty.c) and persisting objects to the index and
- * starting/stopping the module (persist.c).
+ * closed) and local reads of it, synchronous and on a worker; starting
+ * and stopping the module (cache_init/cache_finalise: the lock, the index,
+ * the worker pool, in that order and undone in reverse).  Not here: the
+ * write-back state (dirty.c), persisting objects to the index (persist.c),
+ * space and culling (cull.c).
  */
 #include "config.h"
 
 #include <assert.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cache/backing.h"
 #include "cache/cache.h"
 #include "cache/cache_int.h"
+#include "cache/index.h"
 #include "cache/worker.h"
 #include "common/log.h"
 #include "common/stats.h"
@@ -723,4 +729,113 @@ void cache_foreach(void (*fn)(struct cache_object *o, void *arg), void *arg)
 	for (size_t i = 0; i < cache_state.nbuckets; i++)
 		for (struct cache_object *o = cache_state.buckets[i]; o; o = o->hash_next)
 			fn(o, arg);
+}
+
+/* ---- start and stop ------------------------------------------------- */
+
+static void objects_free(void)
+{
+	for (size_t i = 0; i < cache_state.nbuckets; i++) {
+		struct cache_object *o = cache_state.buckets[i], *next;
+		for (; o; o = next) {
+			next = o->hash_next;
+			if (o->fd >= 0)
+				close(o->fd);
+			extent_set_clear(&o->valid);
+			extent_set_clear(&o->dirty);
+			extent_set_clear(&o->commit);
+			free(o);
+		}
+	}
+	free(cache_state.buckets);
+	cache_state.buckets = NULL;
+	cache_state.nbuckets = 0;
+}
+
+int cache_init(struct ev_loop *loop, const struct cache_config *cfg, const char *volume)
+{
+	char lock_path[4200];
+	int reset = 0, rc;
+
+	memset(&cache_state, 0, sizeof(cache_state));
+	cache_state.loop = loop;
+	cache_state.cfg = cfg;
+	cache_state.next_id = 1;
+	cache_state.lock_fd = -1;
+	list_init(&cache_state.persist_queue);
+	list_init(&cache_state.open_fds);
+	list_init(&cache_state.wb_list);
+	if ((rc = backing_init(cfg->dir)) != 0)
+		goto fail;
+	/* one daemon per cache directory: another would reset an index it
+	 * finds locked, and the two would write the same backing files */
+	snprintf(lock_path, sizeof(lock_path), "%s/lock", cfg->dir);
+	cache_state.lock_fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (cache_state.lock_fd < 0 || flock(cache_state.lock_fd, LOCK_EX | LOCK_NB) != 0) {
+		rc = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		log_error("cache: %s is in use by another nfscached", cfg->dir);
+		goto fail;
+	}
+	cache_state.index = index_open(cfg->dir, &reset);
+	if (!cache_state.index) {
+		rc = -EIO;
+		goto fail;
+	}
+	cache_state.volume = xstrdup(volume);
+	table_grow();
+	if (reset) {
+		log_warning("cache: index in %s was unusable: starting with an empty cache",
+			    cfg->dir);
+		if ((rc = backing_retire_all(cfg->dir)) != 0)
+			log_error("cache: cannot move the old backing files of %s away: %s",
+				  cfg->dir, strerror(-rc));
+	}
+	if (!reset && persist_load() != 0)
+		log_warning("cache: index in %s could not be read fully: using what was read",
+			    cfg->dir);
+	uint64_t max_id = index_max_id(cache_state.index);
+	if (max_id >= cache_state.next_id)
+		cache_state.next_id = max_id + 1;
+	cache_state.max_id_at_start = cache_state.next_id - 1;
+	cache_state.workers = worker_pool_new(loop, 2);
+	if (!cache_state.workers) {
+		rc = -EAGAIN;
+		goto fail;
+	}
+	space_init();
+	space_reconcile();   /* in the background: the graveyard, orphans */
+	persist_start();
+	log_info("cache: %s: %zu objects, %llu bytes", cfg->dir, cache_state.count,
+		 (unsigned long long)stats.cache_bytes);
+	return 0;
+
+fail:
+	objects_free();
+	index_close(cache_state.index);
+	if (cache_state.lock_fd >= 0)
+		close(cache_state.lock_fd);
+	free(cache_state.volume);
+	memset(&cache_state, 0, sizeof(cache_state));
+	stats.cache_objects = stats.cache_bytes = 0;
+	return rc;
+}
+
+void cache_finalise(void)
+{
+	if (!cache_state.workers)
+		return;
+	persist_stop();
+	space_finalise();
+	/* the last batch: wait for a running one, then write what is left */
+	worker_pool_free(cache_state.workers);
+	cache_state.workers = worker_pool_new(cache_state.loop, 1);
+	persist_last_batch();
+	worker_pool_free(cache_state.workers);
+	cache_state.workers = NULL;
+	index_close(cache_state.index);
+	objects_free();
+	free(cache_state.volume);
+	persist_free();
+	close(cache_state.lock_fd);
+	memset(&cache_state, 0, sizeof(cache_state));
 }

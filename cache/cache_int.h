@@ -13,6 +13,7 @@
 
 #include "cache/cache.h"
 #include "cache/extent.h"
+#include "common/array.h"
 #include "common/list.h"
 
 struct cache_index;
@@ -43,11 +44,9 @@ struct cache_state {
 	struct list_node open_fds;      /* objects with an open backing file, LRU first */
 	unsigned n_open;
 	struct list_node wb_list;       /* objects with dirty data, oldest first */
-	int *sync_fds;                  /* closed backing files the next batch syncs first */
-	size_t n_sync_fds, cap_sync_fds;
+	ARRAY(int) sync_fds;            /* closed backing files the next batch syncs first */
 	int batch_again;               /* a batch is wanted as soon as the running one ends */
-	uint64_t *deletes;              /* ids whose rows the next batch removes */
-	size_t n_deletes, cap_deletes;
+	ARRAY(uint64_t) deletes;        /* ids whose rows the next batch removes */
 	uint64_t max_id_at_start;       /* start-up reconciliation: newer ids are not orphans */
 };
 
@@ -90,6 +89,13 @@ void batch_start(void);
 void batch_sync_fd(int fd);
 /* The next batch removes object `id`'s rows (first, before any upsert). */
 void batch_delete(uint64_t id);
+/* cache_init/cache_finalise's steps, in order: load the index into the
+ * table, start the batch timer; stop it, write the last batch, free. */
+int persist_load(void);
+void persist_start(void);
+void persist_stop(void);
+void persist_last_batch(void);
+void persist_free(void);
 
 /* cull.c: space management */
 void space_init(void);

@@ -1,18 +1,17 @@
 /*
- * persist.c — the batched persistence of the objects, and the module's
- * start and stop: every second the objects changed since the last batch
- * are snapshotted, their backing files (and those closed meanwhile)
- * fdatasync'ed and the snapshot written to the index in one transaction,
- * on a worker thread.  A range reaches the index only after its data was
- * synced.  On start the index is loaded back into the object table.  Not
- * here: what the objects hold and when it changes (cache.c, dirty.c).
+ * persist.c — the batched persistence of the objects: every second the
+ * objects the index must learn (persist_mark) are snapshotted, their
+ * backing files (and those closed meanwhile) fdatasync'ed and the snapshot
+ * written to the index in one transaction, on a worker thread, under the
+ * index lease (lease.c).  A range reaches the index only after its data
+ * was synced.  On start the index is loaded back into the object table.
+ * Not here: what the objects hold and when it changes (cache.c, dirty.c),
+ * starting and stopping the module (cache.c).
  */
 #include "config.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
-#include <sys/file.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -22,6 +21,7 @@
 #include "cache/cache_int.h"
 #include "cache/index.h"
 #include "cache/worker.h"
+#include "common/array.h"
 #include "common/log.h"
 #include "common/stats.h"
 #include "common/xalloc.h"
@@ -38,22 +38,14 @@ void persist_mark(struct cache_object *o)
 
 void batch_delete(uint64_t id)
 {
-	if (cache_state.n_deletes == cache_state.cap_deletes) {
-		cache_state.cap_deletes = cache_state.cap_deletes ? 2 * cache_state.cap_deletes : 256;
-		cache_state.deletes = xreallocarray(cache_state.deletes, cache_state.cap_deletes, sizeof(*cache_state.deletes));
-	}
-	cache_state.deletes[cache_state.n_deletes++] = id;
+	ARRAY_PUSH(&cache_state.deletes, id);
 }
 
 /* A backing file closed while its ranges wait for the next batch, which
  * must sync their data first: the batch closes it. */
 void batch_sync_fd(int fd)
 {
-	if (cache_state.n_sync_fds == cache_state.cap_sync_fds) {
-		cache_state.cap_sync_fds = cache_state.cap_sync_fds ? 2 * cache_state.cap_sync_fds : 64;
-		cache_state.sync_fds = xreallocarray(cache_state.sync_fds, cache_state.cap_sync_fds, sizeof(*cache_state.sync_fds));
-	}
-	cache_state.sync_fds[cache_state.n_sync_fds++] = fd;
+	ARRAY_PUSH(&cache_state.sync_fds, fd);
 }
 
 struct batch_job {
@@ -114,7 +106,7 @@ void batch_start(void)
 	struct list_node *pos, *tmp;
 	size_t n = 0, nranges = 0;
 
-	if (list_empty(&cache_state.persist_queue) && cache_state.n_deletes == 0)
+	if (list_empty(&cache_state.persist_queue) && cache_state.deletes.n == 0)
 		return;
 	if (index_lease_holder() == INDEX_HELD_CULL) {
 		cache_state.batch_again = 1;   /* right after the culling job */
@@ -122,7 +114,7 @@ void batch_start(void)
 	}
 	if (!index_lease_take(INDEX_HELD_BATCH))
 		return;   /* the running batch's timer tick comes next */
-	n = cache_state.n_deletes;
+	n = cache_state.deletes.n;
 	list_for_each_safe(pos, tmp, &cache_state.persist_queue) {
 		struct cache_object *o = list_entry(pos, struct cache_object, persist_link);
 		n++;
@@ -131,21 +123,21 @@ void batch_start(void)
 	struct batch_job *job = xcalloc(1, sizeof(*job));
 	job->recs = xcalloc(n, sizeof(*job->recs));
 	job->objs = xcalloc(n, sizeof(*job->objs));
-	job->fds = xcalloc(n + cache_state.n_sync_fds, sizeof(*job->fds));
+	job->fds = xcalloc(n + cache_state.sync_fds.n, sizeof(*job->fds));
 	job->ranges = xcalloc(nranges * 2 + 2, sizeof(*job->ranges));
 	uint64_t *rp = job->ranges;
 	/* removals first: a culled object's (volume, fh) may come back under a
 	 * new id in the same batch */
-	for (size_t i = 0; i < cache_state.n_deletes; i++) {
-		job->recs[job->n].id = cache_state.deletes[i];
+	for (size_t i = 0; i < cache_state.deletes.n; i++) {
+		job->recs[job->n].id = cache_state.deletes.v[i];
 		job->recs[job->n].deleted = 1;
 		job->objs[job->n++] = NULL;
 	}
-	cache_state.n_deletes = 0;
-	if (cache_state.n_sync_fds)
-		memcpy(job->fds, cache_state.sync_fds, cache_state.n_sync_fds * sizeof(*job->fds));
-	job->nfds = cache_state.n_sync_fds;
-	cache_state.n_sync_fds = 0;
+	ARRAY_CLEAR(&cache_state.deletes);
+	if (cache_state.sync_fds.n)
+		memcpy(job->fds, cache_state.sync_fds.v, cache_state.sync_fds.n * sizeof(*job->fds));
+	job->nfds = cache_state.sync_fds.n;
+	ARRAY_CLEAR(&cache_state.sync_fds);
 	list_for_each_safe(pos, tmp, &cache_state.persist_queue) {
 		struct cache_object *o = list_entry(pos, struct cache_object, persist_link);
 		job->objs[job->n] = o;
@@ -200,25 +192,6 @@ static void batch_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 }
 
 
-static void objects_free(void)
-{
-	for (size_t i = 0; i < cache_state.nbuckets; i++) {
-		struct cache_object *o = cache_state.buckets[i], *next;
-		for (; o; o = next) {
-			next = o->hash_next;
-			if (o->fd >= 0)
-				close(o->fd);
-			extent_set_clear(&o->valid);
-			extent_set_clear(&o->dirty);
-			extent_set_clear(&o->commit);
-			free(o);
-		}
-	}
-	free(cache_state.buckets);
-	cache_state.buckets = NULL;
-	cache_state.nbuckets = 0;
-}
-
 static int load_one(const struct index_record *r, void *ctx)
 {
 	(void)ctx;
@@ -268,86 +241,29 @@ static int load_one(const struct index_record *r, void *ctx)
 	return 0;
 }
 
-int cache_init(struct ev_loop *loop, const struct cache_config *cfg, const char *volume)
+/* Load the index into the object table (cache_init).  0, or index_load's -EIO. */
+int persist_load(void)
 {
-	char lock_path[4200];
-	int reset = 0, rc;
-
-	memset(&cache_state, 0, sizeof(cache_state));
-	cache_state.loop = loop;
-	cache_state.cfg = cfg;
-	cache_state.next_id = 1;
-	cache_state.lock_fd = -1;
-	list_init(&cache_state.persist_queue);
-	list_init(&cache_state.open_fds);
-	list_init(&cache_state.wb_list);
-	if ((rc = backing_init(cfg->dir)) != 0)
-		goto fail;
-	/* one daemon per cache directory: another would reset an index it
-	 * finds locked, and the two would write the same backing files */
-	snprintf(lock_path, sizeof(lock_path), "%s/lock", cfg->dir);
-	cache_state.lock_fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (cache_state.lock_fd < 0 || flock(cache_state.lock_fd, LOCK_EX | LOCK_NB) != 0) {
-		rc = errno == EWOULDBLOCK ? -EBUSY : -errno;
-		log_error("cache: %s is in use by another nfscached", cfg->dir);
-		goto fail;
-	}
-	cache_state.index = index_open(cfg->dir, &reset);
-	if (!cache_state.index) {
-		rc = -EIO;
-		goto fail;
-	}
-	cache_state.volume = xstrdup(volume);
-	table_grow();
-	if (reset) {
-		log_warning("cache: index in %s was unusable: starting with an empty cache",
-			    cfg->dir);
-		if ((rc = backing_retire_all(cfg->dir)) != 0)
-			log_error("cache: cannot move the old backing files of %s away: %s",
-				  cfg->dir, strerror(-rc));
-	}
-	if (!reset && index_load(cache_state.index, load_one, NULL) != 0)
-		log_warning("cache: index in %s could not be read fully: using what was read",
-			    cfg->dir);
-	uint64_t max_id = index_max_id(cache_state.index);
-	if (max_id >= cache_state.next_id)
-		cache_state.next_id = max_id + 1;
-	cache_state.max_id_at_start = cache_state.next_id - 1;
-	cache_state.workers = worker_pool_new(loop, 2);
-	if (!cache_state.workers) {
-		rc = -EAGAIN;
-		goto fail;
-	}
-	space_init();
-	space_reconcile();   /* in the background: the graveyard, orphans */
-	ev_timer_init(&cache_state.batch_timer, batch_timer_cb, BATCH_INTERVAL_S, BATCH_INTERVAL_S);
-	ev_timer_start(loop, &cache_state.batch_timer);
-	ev_unref(loop);   /* the batch timer alone does not keep the loop running */
-	log_info("cache: %s: %zu objects, %llu bytes", cfg->dir, cache_state.count,
-		 (unsigned long long)stats.cache_bytes);
-	return 0;
-
-fail:
-	objects_free();
-	index_close(cache_state.index);
-	if (cache_state.lock_fd >= 0)
-		close(cache_state.lock_fd);
-	free(cache_state.volume);
-	memset(&cache_state, 0, sizeof(cache_state));
-	stats.cache_objects = stats.cache_bytes = 0;
-	return rc;
+	return index_load(cache_state.index, load_one, NULL);
 }
 
-void cache_finalise(void)
+/* The batch every BATCH_INTERVAL_S. */
+void persist_start(void)
 {
-	if (!cache_state.workers)
-		return;
+	ev_timer_init(&cache_state.batch_timer, batch_timer_cb, BATCH_INTERVAL_S, BATCH_INTERVAL_S);
+	ev_timer_start(cache_state.loop, &cache_state.batch_timer);
+	ev_unref(cache_state.loop);   /* the batch timer alone does not keep the loop running */
+}
+
+void persist_stop(void)
+{
 	ev_ref(cache_state.loop);
 	ev_timer_stop(cache_state.loop, &cache_state.batch_timer);
-	space_finalise();
-	/* the last batch: wait for a running one, then write what is left */
-	worker_pool_free(cache_state.workers);
-	cache_state.workers = worker_pool_new(cache_state.loop, 1);
+}
+
+/* The last batch of a clean stop (its worker pool runs it to the end). */
+void persist_last_batch(void)
+{
 	index_lease_reset();
 	/* a clean stop: every write is in the last batch */
 	for (size_t i = 0; i < cache_state.nbuckets; i++)
@@ -357,15 +273,13 @@ void cache_finalise(void)
 				persist_mark(o);
 			}
 	batch_start();
-	worker_pool_free(cache_state.workers);
-	cache_state.workers = NULL;
-	index_close(cache_state.index);
-	objects_free();
-	free(cache_state.volume);
-	for (size_t i = 0; i < cache_state.n_sync_fds; i++)
-		close(cache_state.sync_fds[i]);
-	free(cache_state.sync_fds);
-	free(cache_state.deletes);
-	close(cache_state.lock_fd);
-	memset(&cache_state, 0, sizeof(cache_state));
+}
+
+/* Close the backing files still waiting for a batch, free the queues. */
+void persist_free(void)
+{
+	for (size_t i = 0; i < cache_state.sync_fds.n; i++)
+		close(cache_state.sync_fds.v[i]);
+	ARRAY_FREE(&cache_state.sync_fds);
+	ARRAY_FREE(&cache_state.deletes);
 }
