@@ -11,10 +11,13 @@
  * attributes), and the "written to" mark: cache_write_must_wait() waits for
  * its batch, and after a crash (a child that _exit()s without
  * cache_finalise) only recorded dirty ranges of a marked object are
- * trusted.
+ * trusted; culling and the start-up reconciliation; a pinned object is
+ * never culled (cache_pin); batches and culling steps take turns with the
+ * index (the lease).
  *
- * Includes cache_int.h to reach the module's state (cache_state) and batch_start();
- * cache.c, dirty.c, persist.c and the other modules are linked.
+ * Includes cache_int.h to reach the module's state (cache_state), the
+ * lease and batch_start(); cache.c, dirty.c, persist.c and the other
+ * modules are linked.
  */
 #include "config.h"
 
@@ -1119,6 +1122,97 @@ static void test_reconcile(void)
 	teardown();
 }
 
+/* ---- 16. pins ------------------------------------------------------- */
+
+static void count_call(void *arg, const struct cache_space *space)
+{
+	(void)space;
+	(*(int *)arg)++;
+}
+
+/* Over max_size (100 KiB, 96 KiB held: below bcull, above bstop) with one
+ * object: the culling run must pass it over while it is pinned. */
+static void test_pin(void)
+{
+	struct cache_space sp;
+	int calls = 0;
+
+	diag("16. a pinned object is never culled; unpinned, it is");
+	setup();
+	struct cache_object *a = object("pin0", 96 * 1024, 1600);
+	is_int(fetched(a, 0, 96 * 1024, 'p', cache_seq()), 0, "96 KiB stored");
+	ok(wait_batch() >= 0, "in the index");
+	cache_pin(a);
+	cache_pin(a);
+	cache_unpin(a);   /* pins count: one is left */
+	cfg.max_size = 100 * 1024;
+	cfg.brun = 12;
+	cfg.bcull = 8;
+	cfg.bstop = 4;
+	cache_space_check();
+	cache_space(&sp);
+	is_int(sp.state, CACHE_CULLING, "below bcull: a culling run");
+	is_int(wait_cull(), 0, "the run ends");
+	ok(find("pin0") == a, "the pinned object is kept");
+	cache_space(&sp);
+	is_int(sp.starved, 1, "nothing could be culled");
+	is_int(stats.cache_culled_objects, 0, "cache.culled.objects 0");
+
+	cache_unpin(a);
+	is_int(cache_cull_now(count_call, &calls), 0, "nfscachectl cull: done() will be called");
+	is_int(calls, 0, "... not from inside cache_cull_now()");
+	for (double waited = 0; calls == 0 && waited < WAIT_MAX_S; waited += 0.05)
+		run_for(0.05);
+	is_int(calls, 1, "done() called once");
+	ok(find("pin0") == NULL, "unpinned, it is culled");
+	is_int(stats.cache_culled_objects, 1, "cache.culled.objects 1");
+	teardown();
+	cfg.max_size = 0;
+	cfg.brun = cfg.bcull = cfg.bstop = 0;
+}
+
+/* ---- 17. the index lease -------------------------------------------- */
+
+static void test_lease(void)
+{
+	struct cache_space sp;
+
+	diag("17. the index lease: a culling step waits for a batch, a batch for a culling step");
+	setup();
+	struct cache_object *a = object("lease0", 96 * 1024, 1700);
+	is_int(fetched(a, 0, 96 * 1024, 'l', cache_seq()), 0, "96 KiB stored");
+	ok(wait_batch() >= 0, "in the index");
+	is_int(index_lease_holder(), INDEX_FREE, "nobody holds the index");
+
+	/* a batch holds the index (its worker job not done yet) */
+	ok(index_lease_take(INDEX_HELD_BATCH), "a batch takes it");
+	cfg.max_size = 100 * 1024;
+	cfg.brun = 12;
+	cfg.bcull = 8;
+	cfg.bstop = 4;
+	cache_space_check();   /* below bcull: the run's first step wants the index */
+	cache_space(&sp);
+	is_int(sp.state, CACHE_CULLING, "a culling run is on");
+	is_int(index_lease_holder(), INDEX_HELD_BATCH, "... its step does not start while the batch holds it");
+	ok(find("lease0") == a, "... nothing culled");
+	index_lease_release();
+	is_int(index_lease_holder(), INDEX_HELD_CULL, "the batch released it: the culling step took it");
+
+	/* the reverse: a culling step holds it, a batch must wait */
+	struct cache_object *b = object("lease1", 4096, 1701);
+	ok(!list_empty(&cache_state.persist_queue), "a new object for the index");
+	batch_start();
+	is_int(index_lease_holder(), INDEX_HELD_CULL, "a batch does not start while culling holds it");
+	ok(b->persist_queued && cache_state.batch_again, "... it is queued, and asked for");
+	is_int(wait_cull(), 0, "the run ends");
+	ok(find("lease0") == NULL, "the culling step culled the clean object");
+	ok(wait_batch() >= 0, "the batch ran once culling released the index");
+	ok(!b->persist_queued, "... with the new object");
+	teardown();
+	cfg.max_size = 0;
+	cfg.brun = cfg.bcull = cfg.bstop = 0;
+}
+
 int main(void)
 {
 	lp = ev_loop_new(EVFLAG_AUTO);
@@ -1148,6 +1242,8 @@ int main(void)
 	test_recover_quiet();
 	test_cull();
 	test_reconcile();
+	test_pin();
+	test_lease();
 
 	ev_loop_destroy(lp);
 	return done();
