@@ -308,7 +308,7 @@ void cache_attrs_update(struct cache_object *o, const fattr3 *a, uint64_t gen_at
 	}
 }
 
-int cache_change_done(struct cache_object *o, const wcc_data *wcc)
+bool cache_change_done(struct cache_object *o, const wcc_data *wcc)
 {
 	const wcc_attr *pre = wcc->before.attributes_follow ?
 			      &wcc->before.pre_op_attr_u.attributes : NULL;
@@ -360,7 +360,7 @@ void cache_truncate(struct cache_object *o, uint64_t size)
 	persist_mark(o);
 }
 
-int cache_attrs_fresh(const struct cache_object *o)
+bool cache_attrs_fresh(const struct cache_object *o)
 {
 	return o->coh.known && o->have_attrs &&
 	       ev_now(cache_state.loop) - o->attr_time <= (double)cache_state.cfg->acregmax;

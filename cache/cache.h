@@ -187,10 +187,10 @@ void cache_attrs_update(struct cache_object *o, const fattr3 *a, uint64_t gen_at
  * the file meanwhile, and the post-op attributes become the new coherency
  * data without invalidation; otherwise the data is invalidated.  Without
  * pre-op attributes the change is taken as ours (Linux nfs_post_op_update_
- * inode_force_wcc).  Bumps the
- * generation.  Returns 1 when the change was explained by our own call.
+ * inode_force_wcc).  Bumps the generation.  Returns true when the change
+ * was explained by our own call (or our other changes in flight).
  */
-int cache_change_done(struct cache_object *o, const wcc_data *wcc);
+bool cache_change_done(struct cache_object *o, const wcc_data *wcc);
 
 /* Drop the object's clean data (not the object, never its dirty bytes):
  * counted in cache.invalidations. */
@@ -201,7 +201,7 @@ void cache_invalidate(struct cache_object *o, const char *why);
 void cache_truncate(struct cache_object *o, uint64_t size);
 
 /* Were the coherency data confirmed within cache.acregmax? */
-int cache_attrs_fresh(const struct cache_object *o);
+bool cache_attrs_fresh(const struct cache_object *o);
 
 /* ACCESS results per credential: record what the upstream granted of the
  * bits `asked` (RFC 1813 §3.3.4: an answer says nothing of bits not asked,
@@ -278,9 +278,9 @@ void cache_touch(struct cache_object *o);
 
 /* ---- write-back state (DESIGN.md "Write-back") -------------------- */
 
-/* 1 when `o` holds bytes not committed upstream yet (dirty, or sent and
+/* True when `o` holds bytes not committed upstream yet (dirty, or sent and
  * awaiting the upstream COMMIT). */
-int cache_has_uncommitted(const struct cache_object *o);
+bool cache_has_uncommitted(const struct cache_object *o);
 
 /* The file size clients see, bytes: the upstream's, or while dirty, the
  * upstream's extended by local writes. */
@@ -383,8 +383,8 @@ struct cache_space {
 void cache_space(struct cache_space *out);
 const char *cache_space_state_name(enum cache_space_state s);
 
-/* 0 while stopped (below bstop/fstop): fetch no more than asked. */
-int cache_storing(void);
+/* False while stopped (below bstop/fstop): fetch no more than asked. */
+bool cache_storing(void);
 
 /* Measure now and act on the thresholds (after a reload changed them). */
 void cache_space_check(void);

@@ -1,7 +1,8 @@
 /*
- * cache_int.h — what cache.c, dirty.c and persist.c share and nothing else
- * may use: the module's state (cache_state) and the helpers more than one of them
- * calls.  The rest of the daemon uses cache/cache.h only.
+ * cache_int.h — what the files of cache/ (cache.c, dirty.c, persist.c,
+ * lease.c, cull.c, reconcile.c) share and nothing else may use: the
+ * module's state (cache_state), the index lease, and the helpers more than
+ * one of them calls.  The rest of the daemon uses cache/cache.h only.
  */
 #ifndef NFSCACHED_CACHE_INT_H
 #define NFSCACHED_CACHE_INT_H
@@ -26,31 +27,40 @@ enum index_holder {
 	INDEX_HELD_CULL,                /* a culling step or the reconciliation */
 };
 
+/* The module's state: one per daemon.  Each field says which file writes it. */
 struct cache_state {
-	struct ev_loop *loop;
-	const struct cache_config *cfg;
-	char *volume;
-	struct cache_index *index;
-	struct worker_pool *workers;
-	struct cache_object **buckets;
-	size_t nbuckets;                /* power of two */
-	size_t count;
-	uint64_t next_id;
-	struct list_node persist_queue;  /* objects the index must learn (persist_mark), oldest first */
-	ev_timer batch_timer;           /* BATCH_INTERVAL_S: a batch every second */
+	struct ev_loop *loop;           /* cache.c (cache_init) */
+	const struct cache_config *cfg; /* cache.c (cache_init): the caller's, read live */
+	char *volume;                   /* cache.c (cache_init): "SERVER:EXPORT" */
+	struct cache_index *index;      /* cache.c (cache_init); used by one worker job at
+					 * a time, the holder of the index lease */
+	struct worker_pool *workers;    /* cache.c (cache_init, cache_finalise) */
+	struct cache_object **buckets;  /* cache.c: the object table */
+	size_t nbuckets;                /* cache.c: power of two */
+	size_t count;                   /* cache.c: objects in the table */
+	uint64_t next_id;               /* cache.c, reconcile.c: the next object's id */
+	uint64_t seq;                   /* cache.c: change sequence, the last change's number */
+	int lock_fd;                    /* cache.c: holds the flock on CACHE_DIR/lock */
+	struct list_node open_fds;      /* cache.c: objects with an open backing file, LRU first */
+	unsigned n_open;                /* cache.c: their count */
+	struct list_node wb_list;       /* dirty.c: objects with bytes not committed
+					 * upstream, oldest first */
+	struct list_node persist_queue; /* persist.c: objects the index must learn
+					 * (persist_mark), oldest first */
+	ev_timer batch_timer;           /* persist.c: BATCH_INTERVAL_S, a batch every second */
+	ARRAY(int) sync_fds;            /* persist.c: closed backing files the next batch
+					 * syncs (and closes) first */
+	ARRAY(uint64_t) deletes;        /* persist.c: ids whose rows the next batch removes */
+	bool batch_again;               /* persist.c, dirty.c set; lease.c clears: a batch
+					 * is wanted as soon as the index lease is free */
 	enum index_holder index_holder; /* lease.c only */
-	uint64_t seq;                   /* change sequence: the last change's number */
-	int lock_fd;                    /* holds the flock on CACHE_DIR/lock */
-	struct list_node open_fds;      /* objects with an open backing file, LRU first */
-	unsigned n_open;
-	struct list_node wb_list;       /* objects with dirty data, oldest first */
-	ARRAY(int) sync_fds;            /* closed backing files the next batch syncs first */
-	int batch_again;               /* a batch is wanted as soon as the running one ends */
-	ARRAY(uint64_t) deletes;        /* ids whose rows the next batch removes */
-	uint64_t max_id_at_start;       /* start-up reconciliation: newer ids are not orphans */
+	uint64_t max_id_at_start;       /* cache.c (cache_init): newer ids are not orphans
+					 * to the start-up reconciliation */
 };
 
-/* lease.c: who holds the index (one worker job at a time, index.h) */
+/* lease.c: who holds the index (one worker job at a time, index.h).
+ * Take it before submitting the job: true when taken, false when another
+ * holds it (the caller asks again later: batch_again, space_index_free). */
 bool index_lease_take(enum index_holder who);
 /* Give the index up (on the loop, once the holder's job is done); a batch
  * asked for meanwhile starts, else a culling step waiting for it. */
@@ -100,9 +110,9 @@ void persist_free(void);
 /* cull.c: space management */
 void space_init(void);
 void space_finalise(void);
-/* May `len` more bytes be stored?  1 yes; 0 no (stopped, or no room left
- * under max_size): the caller answers without storing. */
-int space_may_store(uint64_t len);
+/* May `len` more bytes be stored?  true yes; false no (stopped, or no room
+ * left under max_size): the caller answers without storing. */
+bool space_may_store(uint64_t len);
 /* Bytes were stored: cache.bytes against max_size. */
 void space_stored(void);
 /* A backing write failed with ENOSPC/EDQUOT: cull now. */

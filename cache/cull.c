@@ -20,6 +20,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
@@ -489,32 +490,32 @@ void space_reconcile(void)
 	step_start();
 }
 
-int space_may_store(uint64_t len)
+bool space_may_store(uint64_t len)
 {
 	if (!cache_state.cfg)
-		return 1;
+		return true;
 	uint64_t ms = cache_state.cfg->max_size;
 	if (ms) {
 		evaluate();   /* cache.bytes against max_size: no syscall */
 		if (stats.cache_bytes + len > ms - pct_of(ms, cache_state.cfg->bstop))
-			return 0;
+			return false;
 	}
 	if (cull_state.stopped)
-		return 0;
+		return false;
 	len = PAGE_ROUND(len);   /* what file systems allocate */
 	if (cull_state.measured && bavail_now() < pct_of(cull_state.btotal, cache_state.cfg->bstop) + len) {
 		/* close to bstop: the estimate is not enough */
 		measure();
 		evaluate();
 		if (cull_state.stopped || bavail_now() < pct_of(cull_state.btotal, cache_state.cfg->bstop) + len)
-			return 0;
+			return false;
 	}
 	cull_state.stored_since += len;
 	if (cull_state.stored_since >= SPACE_CHECK_BYTES) {
 		measure();
 		evaluate();
 	}
-	return 1;
+	return true;
 }
 
 void space_stored(void)
@@ -523,7 +524,7 @@ void space_stored(void)
 		evaluate();   /* cache.bytes against max_size: no syscall */
 }
 
-int cache_storing(void)
+bool cache_storing(void)
 {
 	return !cache_state.cfg || !cull_state.stopped;
 }

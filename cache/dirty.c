@@ -96,7 +96,7 @@ static int64_t realtime_ns(void)
 
 /* ---- write-back state ------------------------------------------------ */
 
-int cache_has_uncommitted(const struct cache_object *o)
+bool cache_has_uncommitted(const struct cache_object *o)
 {
 	return o->dirty.count != 0 || o->commit.count != 0;
 }
@@ -139,7 +139,7 @@ bool cache_write_must_wait(struct cache_object *o, struct cache_waiter *w)
 	persist_mark(o);
 	cache_wait(o, w);
 	if (index_lease_holder() != INDEX_FREE)
-		cache_state.batch_again = 1;
+		cache_state.batch_again = true;
 	else
 		batch_start();
 	return true;

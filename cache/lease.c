@@ -28,7 +28,7 @@ void index_lease_release(void)
 	assert(cache_state.index_holder != INDEX_FREE);
 	cache_state.index_holder = INDEX_FREE;
 	if (cache_state.batch_again) {
-		cache_state.batch_again = 0;
+		cache_state.batch_again = false;
 		batch_start();
 	}
 	if (cache_state.index_holder == INDEX_FREE)
@@ -43,5 +43,5 @@ enum index_holder index_lease_holder(void)
 void index_lease_reset(void)
 {
 	cache_state.index_holder = INDEX_FREE;
-	cache_state.batch_again = 0;
+	cache_state.batch_again = false;
 }

@@ -109,7 +109,7 @@ void batch_start(void)
 	if (list_empty(&cache_state.persist_queue) && cache_state.deletes.n == 0)
 		return;
 	if (index_lease_holder() == INDEX_HELD_CULL) {
-		cache_state.batch_again = 1;   /* right after the culling job */
+		cache_state.batch_again = true;   /* right after the culling job */
 		return;
 	}
 	if (!index_lease_take(INDEX_HELD_BATCH))
