@@ -172,7 +172,8 @@ bool object_cullable(const struct cache_object *o)
 
 void object_remove(struct cache_object *o)
 {
-	struct cache_object **pp = &cache_state.buckets[fh_hash(o->fh, o->fh_len) & (cache_state.nbuckets - 1)];
+	size_t k = fh_hash(o->fh, o->fh_len) & (cache_state.nbuckets - 1);
+	struct cache_object **pp = &cache_state.buckets[k];
 
 	while (*pp != o)
 		pp = &(*pp)->hash_next;
@@ -200,8 +201,8 @@ struct cache_object *cache_find(const uint8_t *fh, uint32_t fh_len)
 {
 	if (!cache_state.nbuckets)
 		return NULL;
-	for (struct cache_object *o = cache_state.buckets[fh_hash(fh, fh_len) & (cache_state.nbuckets - 1)]; o;
-	     o = o->hash_next)
+	size_t k = fh_hash(fh, fh_len) & (cache_state.nbuckets - 1);
+	for (struct cache_object *o = cache_state.buckets[k]; o; o = o->hash_next)
 		if (o->fh_len == fh_len && memcmp(o->fh, fh, fh_len) == 0)
 			return o;
 	return NULL;

@@ -93,7 +93,9 @@ static unsigned pct(uint64_t avail, uint64_t total)
 /* What the file system has free now, by our estimate since the statvfs. */
 static uint64_t bavail_now(void)
 {
-	return cull_state.bavail > cull_state.stored_since ? cull_state.bavail - cull_state.stored_since : 0;
+	uint64_t avail = cull_state.bavail, used = cull_state.stored_since;
+
+	return avail > used ? avail - used : 0;
 }
 
 static uint64_t max_avail(void)
@@ -309,7 +311,8 @@ static void bury_done(void *arg)
 static void starve(void)
 {
 	cull_state.starved = 1;
-	cull_state.starved_backoff = cull_state.starved_backoff ? cull_state.starved_backoff * 2 : CULL_STARVED_RETRY_S;
+	cull_state.starved_backoff = cull_state.starved_backoff ? cull_state.starved_backoff * 2 :
+				     CULL_STARVED_RETRY_S;
 	if (cull_state.starved_backoff > CULL_STARVED_RETRY_MAX_S)
 		cull_state.starved_backoff = CULL_STARVED_RETRY_MAX_S;
 	cull_state.starved_until = ev_now(cache_state.loop) + cull_state.starved_backoff;
@@ -407,7 +410,8 @@ static void step_start(void)
 {
 	if (cull_state.step || !cache_state.workers || cull_state.closing)
 		return;
-	if (!cull_state.reconcile && (!cull_state.culling || (cull_state.starved && ev_now(cache_state.loop) < cull_state.starved_until)))
+	bool backing_off = cull_state.starved && ev_now(cache_state.loop) < cull_state.starved_until;
+	if (!cull_state.reconcile && (!cull_state.culling || backing_off))
 		return;
 	if (!index_lease_take(INDEX_HELD_CULL)) {
 		cull_state.want_index = 1;   /* space_index_free() calls again */
@@ -503,11 +507,13 @@ bool space_may_store(uint64_t len)
 	if (cull_state.stopped)
 		return false;
 	len = PAGE_ROUND(len);   /* what file systems allocate */
-	if (cull_state.measured && bavail_now() < pct_of(cull_state.btotal, cache_state.cfg->bstop) + len) {
+	uint64_t bstop = pct_of(cull_state.btotal, cache_state.cfg->bstop);
+	if (cull_state.measured && bavail_now() < bstop + len) {
 		/* close to bstop: the estimate is not enough */
 		measure();
 		evaluate();
-		if (cull_state.stopped || bavail_now() < pct_of(cull_state.btotal, cache_state.cfg->bstop) + len)
+		bstop = pct_of(cull_state.btotal, cache_state.cfg->bstop);
+		if (cull_state.stopped || bavail_now() < bstop + len)
 			return false;
 	}
 	cull_state.stored_since += len;
@@ -543,7 +549,8 @@ void cache_space(struct cache_space *out)
 	memset(out, 0, sizeof(*out));
 	if (!cache_state.cfg)
 		return;
-	out->state = cull_state.stopped ? CACHE_STOPPED : cull_state.culling ? CACHE_CULLING : CACHE_CACHING;
+	out->state = cull_state.stopped ? CACHE_STOPPED :
+		     cull_state.culling ? CACHE_CULLING : CACHE_CACHING;
 	out->blocks_total = cull_state.btotal;
 	out->blocks_avail = bavail_now();
 	out->files_total = cull_state.ftotal;

@@ -939,7 +939,8 @@ static void test_recover_quiet(void)
 	log_set_level(LOG_LEVEL_ERROR);
 	is_int(cache_open_here(), 0, "cache_init again");
 	o = find("case13");
-	ok(o && o->wb_recover == CACHE_RECOVER_PENDING && o->dirty.bytes == 10, "the dirty range comes back");
+	ok(o && o->wb_recover == CACHE_RECOVER_PENDING && o->dirty.bytes == 10,
+	   "the dirty range comes back");
 	if (o) {
 		fattr3 other = upstream_attrs(4096, UPSTREAM_MTIME_S + 1, 131);
 		cache_attrs_update(o, &other, cache_seq());
@@ -1193,7 +1194,8 @@ static void test_lease(void)
 	cache_space_check();   /* below bcull: the run's first step wants the index */
 	cache_space(&sp);
 	is_int(sp.state, CACHE_CULLING, "a culling run is on");
-	is_int(index_lease_holder(), INDEX_HELD_BATCH, "... its step does not start while the batch holds it");
+	is_int(index_lease_holder(), INDEX_HELD_BATCH,
+	       "... its step does not start while the batch holds it");
 	ok(find("lease0") == a, "... nothing culled");
 	index_lease_release();
 	is_int(index_lease_holder(), INDEX_HELD_CULL, "the batch released it: the culling step took it");
