@@ -142,10 +142,12 @@ struct cache_object {
 					  * running batch is writing) for it */
 };
 
-/* A call waiting for something in flight on an object (a fetch, GETATTR). */
+/* A call waiting for something in flight on an object (a fetch, GETATTR).
+ * The waiter is the caller's (the daemon's); while it waits, `link` is the
+ * cache's (cache_wait) or daemon/writeback.c's (writeback_throttle). */
 struct cache_waiter {
 	struct list_node link;
-	void (*wake)(struct cache_waiter *w);
+	void (*wake)(struct cache_waiter *w);   /* the caller's: called once per wake-up */
 	ev_tstamp deadline;          /* writeback_throttle(): loop time it gives up */
 	int timed_out;               /* writeback_throttle(): woken at the deadline */
 };

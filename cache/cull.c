@@ -51,6 +51,7 @@ struct cull_waiter {
 	uint64_t base_objects, base_bytes;   /* the run's counts when it asked */
 };
 
+/* The space state and the culling run: cull.c only. */
 static struct cull_state {
 	ev_timer timer;                 /* SPACE_CHECK_S */
 	ev_timer next_step;             /* 0 s: the next step on the next loop iteration */
@@ -62,7 +63,7 @@ static struct cull_state {
 	int culling;                    /* a run is on */
 	uint64_t kick_left;             /* ENOSPC: bytes still to cull past the thresholds */
 	int step;                       /* a step (or the reconciliation) is running */
-	int want_index;                 /* waiting for a batch to end */
+	int want_index;                 /* a step waits for the index lease (a batch holds it) */
 	int reconcile;                  /* the reconciliation is still to run */
 	struct index_cursor cur;
 	uint64_t pass_culled;           /* culled since the cursor last started over */
