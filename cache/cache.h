@@ -92,6 +92,8 @@ struct cache_object {
 					  * write-back uses it */
 	ev_tstamp dirty_since;           /* cache/ (dirty.c): loop time the oldest dirty
 					  * byte was written */
+	struct list_node wb_link;        /* cache/ (dirty.c): in cache_uncommitted_list()
+					  * (the daemon walks it, never changes it) */
 	enum cache_wb_recover wb_recover;   /* cache/ sets PENDING when loading and NONE on
 					     * the first attributes; daemon/writeback.c moves
 					     * PENDING <-> GETATTR and ends it when the file is gone */
@@ -133,8 +135,6 @@ struct cache_object {
 	uint64_t local_size;             /* dirty.c: bytes, the size clients see while
 					  * dirty or commit is not empty */
 	int64_t local_mtime_ns;          /* dirty.c: mtime and ctime clients see meanwhile */
-	struct list_node wb_link;        /* dirty.c: in the list of objects with bytes not
-					  * committed upstream */
 	uint64_t uncommitted_bytes;      /* dirty.c: bytes in dirty ∪ commit */
 	enum cache_wopen wopen;          /* dirty.c requests, persist.c records: the
 					  * "written to" mark in the index */
@@ -341,8 +341,10 @@ void cache_commit_settle(struct cache_object *o, enum cache_settle how);
  */
 uint64_t cache_dirty_drop(struct cache_object *o, uint64_t start, uint64_t end);
 
-/* The objects holding dirty data, in the order they became dirty. */
-struct list_node *cache_dirty_list(void);
+/* The objects holding bytes not committed upstream (dirty, or sent and
+ * awaiting COMMIT: cache_has_uncommitted()), in the order they first
+ * became dirty; linked by their wb_link. */
+struct list_node *cache_uncommitted_list(void);
 
 /*
  * Read `len` bytes at `offset` of the backing file (dirty data for a

@@ -260,7 +260,7 @@ uint64_t cache_dirty_drop(struct cache_object *o, uint64_t start, uint64_t end)
 	return n;
 }
 
-struct list_node *cache_dirty_list(void)
+struct list_node *cache_uncommitted_list(void)
 {
 	return &cache_state.wb_list;
 }

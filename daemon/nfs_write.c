@@ -556,7 +556,7 @@ void nfsd_proc_remove(struct nfsd_call *call)
 {
 	REMOVE3args *a = call->args;
 
-	if (!writeback_mode() || list_empty(cache_dirty_list())) {
+	if (!writeback_mode() || list_empty(cache_uncommitted_list())) {
 		nfsd_forward_with(call, NULL);
 		return;
 	}

@@ -475,7 +475,7 @@ static void recover_start(struct cache_object *o)
 
 static void tick_cb(struct ev_loop *loop, ev_timer *t, int revents)
 {
-	struct list_node *head = cache_dirty_list(), *pos, *tmp;
+	struct list_node *head = cache_uncommitted_list(), *pos, *tmp;
 	ev_tstamp now = ev_now(loop);
 	double expire_s = (double)cfg()->cache.dirty_expire_ms / 1000.0;
 	int pressure = stats.cache_dirty_bytes >= cfg()->cache.max_dirty / 2;
@@ -549,7 +549,7 @@ static void flush_all_one(struct writeback_waiter *w, int status)
 
 int writeback_flush_all(void (*done)(void *arg, int status), void *arg)
 {
-	struct list_node *head = cache_dirty_list(), *pos, *tmp;
+	struct list_node *head = cache_uncommitted_list(), *pos, *tmp;
 	struct flush_all *fa = xcalloc(1, sizeof(*fa));
 	fa->done = done;
 	fa->arg = arg;

@@ -288,7 +288,7 @@ static int on_dirty_list(const struct cache_object *o)
 {
 	struct list_node *pos, *tmp;
 
-	list_for_each_safe(pos, tmp, cache_dirty_list())
+	list_for_each_safe(pos, tmp, cache_uncommitted_list())
 		if (list_entry(pos, struct cache_object, wb_link) == o)
 			return 1;
 	return 0;
@@ -299,7 +299,7 @@ static size_t dirty_list_length(void)
 	struct list_node *pos, *tmp;
 	size_t n = 0;
 
-	list_for_each_safe(pos, tmp, cache_dirty_list())
+	list_for_each_safe(pos, tmp, cache_uncommitted_list())
 		n++;
 	return n;
 }
@@ -338,7 +338,7 @@ static void test_write_extends(void)
 	is_int(stats.cache_dirty_bytes, 10, "cache.dirty.bytes");
 	is_int(stats.cache_write_bytes, 10, "cache.write.bytes");
 	is_int(stats.cache_bytes, 20, "cache.bytes");
-	ok(on_dirty_list(o) && dirty_list_length() == 1, "the object is on cache_dirty_list()");
+	ok(on_dirty_list(o) && dirty_list_length() == 1, "the object is on cache_uncommitted_list()");
 	ok(memcmp(&o->wb_cred, &writer, sizeof(writer)) == 0, "the writer's credential is kept");
 	cache_patch_attrs(o, &a);
 	is_int(a.size, 20, "cache_patch_attrs: size 20");
@@ -583,8 +583,8 @@ static void test_drop(void)
 	written(o, 100, 10, 'a');
 	written(p, 100, 10, 'b');
 	ok(dirty_list_length() == 2 &&
-	   list_entry(cache_dirty_list()->next, struct cache_object, wb_link) == o,
-	   "cache_dirty_list(): both, in the order they became dirty");
+	   list_entry(cache_uncommitted_list()->next, struct cache_object, wb_link) == o,
+	   "cache_uncommitted_list(): both, in the order they became dirty");
 	free(cache_dirty_take(o, &n));
 	written(o, 300, 10, 'c');
 	is_int(stats.cache_dirty_bytes, 30, "cache.dirty.bytes");
@@ -596,7 +596,7 @@ static void test_drop(void)
 	is_int(stats.cache_dirty_bytes, 10, "cache.dirty.bytes: the other object's");
 	is_int(stats.cache_bytes, 2 * 4096 - 20, "cache.bytes");
 	ok(!on_dirty_list(o) && on_dirty_list(p) && dirty_list_length() == 1,
-	   "off cache_dirty_list(), the other one stays");
+	   "off cache_uncommitted_list(), the other one stays");
 	is_int(holds(o, 100, 10, 'a'), -EIO, "dropped bytes no longer read");
 
 	written(p, 200, 10, 'd');
@@ -605,7 +605,7 @@ static void test_drop(void)
 	is_set(&p->valid, "[0,105) [110,200) [205,4096)", "valid");
 	is_int(cache_dirty_drop(p, 0, UINT64_MAX), 10, "drop the rest: 10 bytes");
 	is_int(stats.cache_dirty_bytes, 0, "cache.dirty.bytes back to 0");
-	ok(list_empty(cache_dirty_list()), "cache_dirty_list() empty");
+	ok(list_empty(cache_uncommitted_list()), "cache_uncommitted_list() empty");
 	teardown();
 }
 
@@ -640,7 +640,7 @@ static void test_truncate(void)
 	is_int(cache_client_size(o), 105, "cache_client_size()");
 	is_int(holds(o, 100, 5, 'a'), 0, "100..105 still read");
 	cache_commit_settle(o, CACHE_COMMITTED);
-	ok(!cache_has_uncommitted(o) && list_empty(cache_dirty_list()), "clean after the pass");
+	ok(!cache_has_uncommitted(o) && list_empty(cache_uncommitted_list()), "clean after the pass");
 	teardown();
 }
 
@@ -706,7 +706,7 @@ static void test_persistence(void)
 	ok(!cache_has_uncommitted(p), "another mtime: dirty data discarded");
 	is_set(&p->valid, "", "another mtime: nothing valid");
 	is_int(stats.cache_dirty_bytes, 20, "cache.dirty.bytes: only the first object's");
-	ok(!on_dirty_list(p), "off cache_dirty_list()");
+	ok(!on_dirty_list(p), "off cache_uncommitted_list()");
 	is_int(holds(p, 100, 10, 'c'), -EIO, "the discarded bytes no longer read");
 	is_int(p->coh.mtime_ns, (int64_t)(UPSTREAM_MTIME_S + 1) * 1000000000 + 500,
 	       "the new coherency data taken");
