@@ -2,21 +2,28 @@
  * cache.c — the object table (lookup by file handle, ids), coherency rules
  * and change generations, per-credential ACCESS results, invalidation and
  * truncation, each object's backing file (opened on use, checked, LRU
- * closed) and local reads of it, synchronous and on a worker.  Not here:
- * the write-back state (dirty.c) and persisting objects to the index and
- * starting/stopping the module (persist.c).
+ * closed) and local reads of it, synchronous and on a worker; starting
+ * and stopping the module (cache_init/cache_finalise: the lock, the index,
+ * the worker pool, in that order and undone in reverse).  Not here: the
+ * write-back state (dirty.c), persisting objects to the index (persist.c),
+ * space and culling (cull.c).
  */
 #include "config.h"
 
+#include <assert.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cache/backing.h"
 #include "cache/cache.h"
 #include "cache/cache_int.h"
+#include "cache/index.h"
 #include "cache/worker.h"
 #include "common/log.h"
 #include "common/stats.h"
@@ -27,17 +34,17 @@
 #endif
 #define HASH_BUCKETS_MIN 1024
 
-struct cache_state C;
+struct cache_state cache_state;
 
 /* A change to `o`: replies to calls sent before it are stale. */
 void changed(struct cache_object *o)
 {
-	o->gen = ++C.seq;
+	o->gen = ++cache_state.seq;
 }
 
 uint64_t cache_seq(void)
 {
-	return C.seq;
+	return cache_state.seq;
 }
 
 static uint32_t fh_hash(const uint8_t *fh, uint32_t len)
@@ -90,10 +97,10 @@ int remove_range(uint64_t start, uint64_t end, void *ctx)
 
 void table_grow(void)
 {
-	size_t n = C.nbuckets ? C.nbuckets * 2 : HASH_BUCKETS_MIN;
+	size_t n = cache_state.nbuckets ? cache_state.nbuckets * 2 : HASH_BUCKETS_MIN;
 	struct cache_object **b = xcalloc(n, sizeof(*b));
-	for (size_t i = 0; i < C.nbuckets; i++) {
-		struct cache_object *o = C.buckets[i], *next;
+	for (size_t i = 0; i < cache_state.nbuckets; i++) {
+		struct cache_object *o = cache_state.buckets[i], *next;
 		for (; o; o = next) {
 			next = o->hash_next;
 			size_t k = fh_hash(o->fh, o->fh_len) & (n - 1);
@@ -101,9 +108,9 @@ void table_grow(void)
 			b[k] = o;
 		}
 	}
-	free(C.buckets);
-	C.buckets = b;
-	C.nbuckets = n;
+	free(cache_state.buckets);
+	cache_state.buckets = b;
+	cache_state.nbuckets = n;
 }
 
 struct cache_object *object_new(uint64_t id, const uint8_t *fh, uint32_t fh_len)
@@ -118,45 +125,69 @@ struct cache_object *object_new(uint64_t id, const uint8_t *fh, uint32_t fh_len)
 	extent_set_init(&o->dirty);
 	extent_set_init(&o->commit);
 	list_init(&o->wb_link);
-	list_init(&o->dirty_link);
+	list_init(&o->persist_link);
 	list_init(&o->waiters);
 	list_init(&o->fd_link);
-	if (C.count + 1 > C.nbuckets)
+	if (cache_state.count + 1 > cache_state.nbuckets)
 		table_grow();
-	size_t k = fh_hash(fh, fh_len) & (C.nbuckets - 1);
-	o->hash_next = C.buckets[k];
-	C.buckets[k] = o;
-	C.count++;
-	stats.cache_objects = C.count;
-	if (id >= C.next_id)
-		C.next_id = id + 1;
+	size_t k = fh_hash(fh, fh_len) & (cache_state.nbuckets - 1);
+	o->hash_next = cache_state.buckets[k];
+	cache_state.buckets[k] = o;
+	cache_state.count++;
+	stats.cache_objects = cache_state.count;
+	if (id >= cache_state.next_id)
+		cache_state.next_id = id + 1;
 	return o;
 }
 
-int object_cullable(const struct cache_object *o)
+void cache_pin(struct cache_object *o)
 {
-	return !o->busy && !o->getattr_busy && !o->changes_in_flight && !o->wb &&
-	       !cache_has_dirty(o) && !o->wb_recover && o->wopen != 1 &&
-	       list_empty(&o->waiters);
+	o->pins++;
+}
+
+void cache_unpin(struct cache_object *o)
+{
+	assert(o->pins > 0);
+	o->pins--;
+}
+
+void cache_change_begin(struct cache_object *o)
+{
+	o->changes_in_flight++;
+	cache_pin(o);
+}
+
+void cache_change_end(struct cache_object *o)
+{
+	assert(o->changes_in_flight > 0);
+	o->changes_in_flight--;
+	cache_unpin(o);
+}
+
+bool object_cullable(const struct cache_object *o)
+{
+	return o->pins == 0 && !cache_has_uncommitted(o) && o->wb_recover == CACHE_RECOVER_NONE &&
+	       o->wopen != CACHE_WOPEN_REQUESTED && list_empty(&o->waiters);
 }
 
 void object_remove(struct cache_object *o)
 {
-	struct cache_object **pp = &C.buckets[fh_hash(o->fh, o->fh_len) & (C.nbuckets - 1)];
+	size_t k = fh_hash(o->fh, o->fh_len) & (cache_state.nbuckets - 1);
+	struct cache_object **pp = &cache_state.buckets[k];
 
 	while (*pp != o)
 		pp = &(*pp)->hash_next;
 	*pp = o->hash_next;
-	C.count--;
-	stats.cache_objects = C.count;
+	cache_state.count--;
+	stats.cache_objects = cache_state.count;
 	stats.cache_bytes -= o->valid.bytes;
 	if (o->fd >= 0) {
 		list_del(&o->fd_link);
 		close(o->fd);
-		C.n_open--;
+		cache_state.n_open--;
 	}
-	if (o->index_dirty)
-		list_del(&o->dirty_link);
+	if (o->persist_queued)
+		list_del(&o->persist_link);
 	if (!list_empty(&o->wb_link))
 		list_del(&o->wb_link);
 	extent_set_clear(&o->valid);
@@ -168,10 +199,10 @@ void object_remove(struct cache_object *o)
 
 struct cache_object *cache_find(const uint8_t *fh, uint32_t fh_len)
 {
-	if (!C.nbuckets)
+	if (!cache_state.nbuckets)
 		return NULL;
-	for (struct cache_object *o = C.buckets[fh_hash(fh, fh_len) & (C.nbuckets - 1)]; o;
-	     o = o->hash_next)
+	size_t k = fh_hash(fh, fh_len) & (cache_state.nbuckets - 1);
+	for (struct cache_object *o = cache_state.buckets[k]; o; o = o->hash_next)
 		if (o->fh_len == fh_len && memcmp(o->fh, fh, fh_len) == 0)
 			return o;
 	return NULL;
@@ -182,16 +213,16 @@ struct cache_object *cache_get(const uint8_t *fh, uint32_t fh_len)
 	struct cache_object *o = cache_find(fh, fh_len);
 
 	if (!o) {
-		o = object_new(C.next_id, fh, fh_len);
+		o = object_new(cache_state.next_id, fh, fh_len);
 		o->last_access_s = now_s();
-		mark_dirty(o);
+		persist_mark(o);
 	}
 	return o;
 }
 
 const struct cache_config *cache_config(void)
 {
-	return C.cfg;
+	return cache_state.cfg;
 }
 
 void cache_invalidate(struct cache_object *o, const char *why)
@@ -212,7 +243,7 @@ void cache_invalidate(struct cache_object *o, const char *why)
 	stats.cache_invalidations++;
 	if (o->fd >= 0 && o->valid.count == 0)
 		backing_truncate(o->fd, 0);
-	mark_dirty(o);
+	persist_mark(o);
 }
 
 /* Permissions changed: what the upstream granted before no longer holds
@@ -229,7 +260,7 @@ static void set_coherency(struct cache_object *o, const fattr3 *a)
 	forget_access_if_changed(o, a);
 	/* grown upstream by someone else while dirty: the larger size holds
 	 * (Linux nfs_update_inode with writes pending) */
-	if (cache_has_dirty(o) && a->size > o->local_size)
+	if (cache_has_uncommitted(o) && a->size > o->local_size)
 		o->local_size = a->size;
 	o->coh.known = 1;
 	o->coh.size = a->size;
@@ -238,8 +269,8 @@ static void set_coherency(struct cache_object *o, const fattr3 *a)
 	o->coh.fileid = a->fileid;
 	o->attrs = *a;
 	o->have_attrs = 1;
-	o->attr_time = ev_now(C.loop);
-	mark_dirty(o);
+	o->attr_time = ev_now(cache_state.loop);
+	persist_mark(o);
 }
 
 static int coherency_matches(const struct cache_object *o, const fattr3 *a)
@@ -252,10 +283,10 @@ void cache_attrs_update(struct cache_object *o, const fattr3 *a, uint64_t gen_at
 {
 	if (o->gen > gen_at_start || a->type != NF3REG)
 		return;   /* started before a change that completed meanwhile */
-	if (o->wb_recover) {
+	if (o->wb_recover != CACHE_RECOVER_NONE) {
 		/* dirty bytes from before a restart: written back only onto the
 		 * file they were written to, unchanged since */
-		o->wb_recover = 0;
+		o->wb_recover = CACHE_RECOVER_NONE;
 		if (!o->coh.known || !coherency_matches(o, a)) {
 			uint64_t n = cache_dirty_drop(o, 0, UINT64_MAX);
 			log_warning("cache: object %llu changed upstream while nfscached was "
@@ -264,7 +295,7 @@ void cache_attrs_update(struct cache_object *o, const fattr3 *a, uint64_t gen_at
 		} else
 			log_info("cache: object %llu: %llu dirty bytes from before the restart "
 				 "to write back", (unsigned long long)o->id,
-				 (unsigned long long)dirty_bytes(o));
+				 (unsigned long long)object_uncommitted_bytes(o));
 	}
 	if (o->coh.known && !coherency_matches(o, a))
 		cache_invalidate(o, "changed upstream");
@@ -274,11 +305,11 @@ void cache_attrs_update(struct cache_object *o, const fattr3 *a, uint64_t gen_at
 		forget_access_if_changed(o, a);
 		o->attrs = *a;
 		o->have_attrs = 1;
-		o->attr_time = ev_now(C.loop);
+		o->attr_time = ev_now(cache_state.loop);
 	}
 }
 
-int cache_change_done(struct cache_object *o, const wcc_data *wcc)
+bool cache_change_done(struct cache_object *o, const wcc_data *wcc)
 {
 	const wcc_attr *pre = wcc->before.attributes_follow ?
 			      &wcc->before.pre_op_attr_u.attributes : NULL;
@@ -315,7 +346,7 @@ int cache_change_done(struct cache_object *o, const wcc_data *wcc)
 
 void cache_truncate(struct cache_object *o, uint64_t size)
 {
-	uint64_t before = o->valid.bytes, dbefore = dirty_bytes(o);
+	uint64_t before = o->valid.bytes, dbefore = object_uncommitted_bytes(o);
 
 	extent_set_remove(&o->valid, size, UINT64_MAX);
 	bytes_changed(before, o->valid.bytes);
@@ -327,13 +358,13 @@ void cache_truncate(struct cache_object *o, uint64_t size)
 	if (o->fd >= 0)
 		backing_truncate(o->fd, size);
 	changed(o);
-	mark_dirty(o);
+	persist_mark(o);
 }
 
-int cache_attrs_fresh(const struct cache_object *o)
+bool cache_attrs_fresh(const struct cache_object *o)
 {
 	return o->coh.known && o->have_attrs &&
-	       ev_now(C.loop) - o->attr_time <= (double)C.cfg->acregmax;
+	       ev_now(cache_state.loop) - o->attr_time <= (double)cache_state.cfg->acregmax;
 }
 
 static uint32_t gids_hash(const struct rpc_cred *cred)
@@ -356,7 +387,7 @@ void cache_access_record(struct cache_object *o, const struct rpc_cred *cred, ui
 	for (int i = 0; i < CACHE_ACCESS_SLOTS; i++) {
 		if (access_same(&o->access[i], cred)) {
 			slot = &o->access[i];
-			if (ev_now(C.loop) - slot->time <= (double)C.cfg->acregmax)
+			if (ev_now(cache_state.loop) - slot->time <= (double)cache_state.cfg->acregmax)
 				known = slot->granted & ~asked;
 			break;
 		}
@@ -368,7 +399,7 @@ void cache_access_record(struct cache_object *o, const struct rpc_cred *cred, ui
 	slot->gid = cred->gid;
 	slot->gids_hash = gids_hash(cred);
 	slot->granted = granted;
-	slot->time = ev_now(C.loop);
+	slot->time = ev_now(cache_state.loop);
 }
 
 void cache_access_forget(struct cache_object *o)
@@ -382,7 +413,7 @@ int cache_access_granted(const struct cache_object *o, const struct rpc_cred *cr
 		const struct cache_access *a = &o->access[i];
 		if (access_same(a, cred))
 			return (a->granted & bits) == bits &&
-			       ev_now(C.loop) - a->time <= (double)C.cfg->acregmax;
+			       ev_now(cache_state.loop) - a->time <= (double)cache_state.cfg->acregmax;
 	}
 	return 0;
 }
@@ -399,27 +430,27 @@ int object_fd(struct cache_object *o)
 {
 	if (o->fd >= 0) {
 		list_del(&o->fd_link);
-		list_add_tail(&C.open_fds, &o->fd_link);
+		list_add_tail(&cache_state.open_fds, &o->fd_link);
 		return o->fd;
 	}
-	if (C.n_open >= MAX_OPEN_BACKING) {
+	if (cache_state.n_open >= MAX_OPEN_BACKING) {
 		/* reopened on its next use; its data stays valid */
-		struct cache_object *lru = list_first(&C.open_fds, struct cache_object, fd_link);
+		struct cache_object *lru = list_first(&cache_state.open_fds, struct cache_object, fd_link);
 		list_del(&lru->fd_link);
-		if (lru->index_dirty) {
+		if (lru->persist_queued) {
 			/* its ranges go to the index with the next batch, which
 			 * must sync their data first: the batch closes it */
-			commit_sync_fd(lru->fd);
+			batch_sync_fd(lru->fd);
 		} else {
 			close(lru->fd);
 		}
 		lru->fd = -1;
-		C.n_open--;
+		cache_state.n_open--;
 	}
 	o->fd = backing_open(o->id, 1);
 	if (o->fd >= 0) {
-		list_add_tail(&C.open_fds, &o->fd_link);
-		C.n_open++;
+		list_add_tail(&cache_state.open_fds, &o->fd_link);
+		cache_state.n_open++;
 	}
 	if (o->fd < 0) {
 		log_limited(LOG_LEVEL_ERROR, "cache: cannot open backing file of object %llu: %s",
@@ -456,7 +487,7 @@ static void forget_clean(struct cache_object *o, uint64_t start, uint64_t end)
 	foreach_clean_part(o, start, end, forget_part, o);
 	if (o->valid.bytes != before) {
 		changed(o);
-		mark_dirty(o);
+		persist_mark(o);
 	}
 }
 
@@ -508,7 +539,7 @@ int cache_store(struct cache_object *o, uint64_t offset, const void *data, uint3
 	int rc = foreach_clean_part(o, offset, offset + len, store_part, &sc);
 	if (rc != 0)
 		forget_clean(o, offset, offset + len);
-	mark_dirty(o);
+	persist_mark(o);
 	space_stored();
 	return rc;
 }
@@ -623,9 +654,11 @@ static void read_job_done(void *arg)
 	free(j);
 }
 
-static void read_async(struct cache_object *o, uint64_t offset, void *buf, uint32_t len,
-		       void (*done)(void *arg, int rc), void *arg, int raw)
+static int read_async(struct cache_object *o, uint64_t offset, void *buf, uint32_t len,
+		      void (*done)(void *arg, int rc), void *arg, int raw)
 {
+	if (!cache_state.workers)
+		return -ENODEV;
 	struct read_job *j = xcalloc(1, sizeof(*j));
 	if (raw)
 		object_fd(o);
@@ -639,23 +672,22 @@ static void read_async(struct cache_object *o, uint64_t offset, void *buf, uint3
 	j->done = done;
 	j->arg = arg;
 	if (j->fd < 0) {
-		j->got = -1;   /* completes with -EIO, still from the loop */
-		worker_submit(C.workers, nothing_work, read_job_done, j);
-		return;
+		j->got = -1;   /* completes with -EIO, later, from the loop */
+		return worker_submit(cache_state.workers, nothing_work, read_job_done, j);
 	}
-	worker_submit(C.workers, read_job_work, read_job_done, j);
+	return worker_submit(cache_state.workers, read_job_work, read_job_done, j);
 }
 
-void cache_read_async(struct cache_object *o, uint64_t offset, void *buf, uint32_t len,
-		      void (*done)(void *arg, int rc), void *arg)
+int cache_read_async(struct cache_object *o, uint64_t offset, void *buf, uint32_t len,
+		     void (*done)(void *arg, int rc), void *arg)
 {
-	read_async(o, offset, buf, len, done, arg, 0);
+	return read_async(o, offset, buf, len, done, arg, 0);
 }
 
-void cache_read_backing_async(struct cache_object *o, uint64_t offset, void *buf, uint32_t len,
-			      void (*done)(void *arg, int rc), void *arg)
+int cache_read_backing_async(struct cache_object *o, uint64_t offset, void *buf, uint32_t len,
+			     void (*done)(void *arg, int rc), void *arg)
 {
-	read_async(o, offset, buf, len, done, arg, 1);
+	return read_async(o, offset, buf, len, done, arg, 1);
 }
 
 void cache_wait(struct cache_object *o, struct cache_waiter *w)
@@ -690,12 +722,121 @@ void cache_touch(struct cache_object *o)
 	/* persisted with the next batch; a minute's precision is enough for LRU */
 	o->last_access_s = now;
 	if (now - o->access_recorded_s >= 60)
-		mark_dirty(o);
+		persist_mark(o);
 }
 
 void cache_foreach(void (*fn)(struct cache_object *o, void *arg), void *arg)
 {
-	for (size_t i = 0; i < C.nbuckets; i++)
-		for (struct cache_object *o = C.buckets[i]; o; o = o->hash_next)
+	for (size_t i = 0; i < cache_state.nbuckets; i++)
+		for (struct cache_object *o = cache_state.buckets[i]; o; o = o->hash_next)
 			fn(o, arg);
+}
+
+/* ---- start and stop ------------------------------------------------- */
+
+static void objects_free(void)
+{
+	for (size_t i = 0; i < cache_state.nbuckets; i++) {
+		struct cache_object *o = cache_state.buckets[i], *next;
+		for (; o; o = next) {
+			next = o->hash_next;
+			if (o->fd >= 0)
+				close(o->fd);
+			extent_set_clear(&o->valid);
+			extent_set_clear(&o->dirty);
+			extent_set_clear(&o->commit);
+			free(o);
+		}
+	}
+	free(cache_state.buckets);
+	cache_state.buckets = NULL;
+	cache_state.nbuckets = 0;
+}
+
+int cache_init(struct ev_loop *loop, const struct cache_config *cfg, const char *volume)
+{
+	char lock_path[4200];
+	int reset = 0, rc;
+
+	memset(&cache_state, 0, sizeof(cache_state));
+	cache_state.loop = loop;
+	cache_state.cfg = cfg;
+	cache_state.next_id = 1;
+	cache_state.lock_fd = -1;
+	list_init(&cache_state.persist_queue);
+	list_init(&cache_state.open_fds);
+	list_init(&cache_state.wb_list);
+	if ((rc = backing_init(cfg->dir)) != 0)
+		goto fail;
+	/* one daemon per cache directory: another would reset an index it
+	 * finds locked, and the two would write the same backing files */
+	snprintf(lock_path, sizeof(lock_path), "%s/lock", cfg->dir);
+	cache_state.lock_fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (cache_state.lock_fd < 0 || flock(cache_state.lock_fd, LOCK_EX | LOCK_NB) != 0) {
+		rc = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		log_error("cache: %s is in use by another nfscached", cfg->dir);
+		goto fail;
+	}
+	cache_state.index = index_open(cfg->dir, &reset);
+	if (!cache_state.index) {
+		rc = -EIO;
+		goto fail;
+	}
+	cache_state.volume = xstrdup(volume);
+	table_grow();
+	if (reset) {
+		log_warning("cache: index in %s was unusable: starting with an empty cache",
+			    cfg->dir);
+		if ((rc = backing_retire_all(cfg->dir)) != 0)
+			log_error("cache: cannot move the old backing files of %s away: %s",
+				  cfg->dir, strerror(-rc));
+	}
+	if (!reset && persist_load() != 0)
+		log_warning("cache: index in %s could not be read fully: using what was read",
+			    cfg->dir);
+	uint64_t max_id = index_max_id(cache_state.index);
+	if (max_id >= cache_state.next_id)
+		cache_state.next_id = max_id + 1;
+	cache_state.max_id_at_start = cache_state.next_id - 1;
+	cache_state.workers = worker_pool_new(loop, 2);
+	if (!cache_state.workers) {
+		rc = -EAGAIN;
+		goto fail;
+	}
+	space_init();
+	space_reconcile();   /* in the background: the graveyard, orphans */
+	persist_start();
+	log_info("cache: %s: %zu objects, %llu bytes", cfg->dir, cache_state.count,
+		 (unsigned long long)stats.cache_bytes);
+	return 0;
+
+fail:
+	objects_free();
+	index_close(cache_state.index);
+	if (cache_state.lock_fd >= 0)
+		close(cache_state.lock_fd);
+	free(cache_state.volume);
+	memset(&cache_state, 0, sizeof(cache_state));
+	stats.cache_objects = stats.cache_bytes = 0;
+	return rc;
+}
+
+void cache_finalise(void)
+{
+	if (!cache_state.workers)
+		return;
+	persist_stop();
+	space_finalise();
+	/* the last batch: wait for a running one, then write what is left */
+	worker_pool_free(cache_state.workers);
+	cache_state.workers = worker_pool_new(cache_state.loop, 1);
+	persist_last_batch();
+	worker_pool_free(cache_state.workers);
+	cache_state.workers = NULL;
+	index_close(cache_state.index);
+	objects_free();
+	free(cache_state.volume);
+	persist_free();
+	close(cache_state.lock_fd);
+	memset(&cache_state, 0, sizeof(cache_state));
 }

@@ -10,11 +10,19 @@
  * cache_attrs_update(); a change not made through nfscached invalidates the
  * data.  A reply started before a change that completed meanwhile (the
  * generation moved on) is ignored, never cached.
+ *
+ * Asynchronous calls (STYLE.md, libnfs): a function that takes a callback
+ * returns 0 when the callback will be called exactly once, later, on the
+ * loop (never from inside the call), and a negative errno when it will not
+ * be called at all.  A predicate that may make its caller wait returns
+ * bool, true meaning "wait: you will be woken" (like writeback_throttle()
+ * and nfsd_revalidate() in the daemon); false means go ahead now.
  */
 #ifndef NFSCACHED_CACHE_H
 #define NFSCACHED_CACHE_H
 
 #include <ev.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "cache/extent.h"
@@ -41,63 +49,105 @@ struct cache_coherency {
 	uint64_t fileid;
 };
 
+/* o->wopen: the "written to" mark of an object in the index (crash safety of
+ * local writes, cache_write_must_wait()). */
+enum cache_wopen {
+	CACHE_WOPEN_NONE,               /* not written to in this daemon life */
+	CACHE_WOPEN_REQUESTED,          /* asked of the next batch, not recorded yet */
+	CACHE_WOPEN_RECORDED,           /* in the index: local writes may go ahead */
+};
+
+/* o->wb_recover: dirty ranges loaded from the index after a restart. */
+enum cache_wb_recover {
+	CACHE_RECOVER_NONE,             /* nothing to recover (or decided) */
+	CACHE_RECOVER_PENDING,          /* kept only if the upstream file is unchanged
+					 * since: decided by its first attributes */
+	CACHE_RECOVER_GETATTR,          /* daemon/writeback.c: their GETATTR is in flight */
+};
+
+/*
+ * One cached file.  The fields above the line are public: every module may
+ * read them, and each says which module writes it (cache/ means the
+ * functions of cache.h, no caller).  Below the line the fields are the
+ * cache's own (the files of cache/ only; unit tests may look).  The daemon keeps an
+ * object alive past the current loop callback only with a pin
+ * (cache_pin()); the cache never culls or frees a pinned object.
+ */
 struct cache_object {
-	uint32_t magic;
-	uint64_t id;                     /* names the backing file and the index row */
-	uint8_t fh[64];
-	uint32_t fh_len;
-	struct cache_object *hash_next;
-	struct list_node dirty_link;     /* in the list of objects the index must learn */
-	int index_dirty;
-	fattr3 attrs;                    /* the last attributes the upstream sent */
-	int have_attrs;
-	struct cache_coherency coh;
-	ev_tstamp attr_time;             /* loop time coh was last confirmed */
-	uint64_t gen;                    /* change generation: cache_seq() at its last change */
-	struct extent_set valid;         /* bytes held and right */
-	int fd;                          /* backing file, -1 when not open */
-	struct list_node fd_link;        /* in the LRU list of open backing files */
-	int checked;                     /* backing file checked against `valid` */
-	int64_t last_access_s;           /* unix seconds */
-	int64_t access_recorded_s;       /* last_access_s as the index has it (or the
-					  * running batch writes it) */
-	struct cache_access access[CACHE_ACCESS_SLOTS];
-	struct list_node waiters;        /* struct cache_waiter */
-	int busy;                        /* calls in flight for this object */
-	int getattr_busy;                /* a revalidating GETATTR is in flight */
-	int changes_in_flight;           /* our WRITE/SETATTR calls not answered yet */
+	/* ---- public ---------------------------------------------------- */
+	uint32_t magic;                  /* cache/: CACHE_OBJECT_MAGIC while alive */
+	uint64_t id;                     /* cache/: names the backing file and the index row */
+	uint8_t fh[64];                  /* cache/, at creation: the upstream file handle */
+	uint32_t fh_len;                 /* bytes, 1..64 */
+	fattr3 attrs;                    /* cache/: the last attributes the upstream sent */
+	int have_attrs;                  /* cache/: attrs holds something */
+	struct cache_coherency coh;      /* cache/: what the cached bytes are a copy of */
+	uint64_t gen;                    /* cache/: change generation, cache_seq() at its last change */
+	struct extent_set valid;         /* cache/: bytes held and right */
+	/* write-back (DESIGN.md "Write-back"); dirty ⊆ valid */
+	struct extent_set dirty;         /* cache/ (dirty.c): written locally, not sent
+					  * upstream yet: per page the merged ranges are
+					  * wb_pgbase/wb_bytes */
+	struct rpc_cred wb_cred;         /* cache/ (dirty.c): writer of the dirty bytes;
+					  * write-back uses it */
+	ev_tstamp dirty_since;           /* cache/ (dirty.c): loop time the oldest dirty
+					  * byte was written */
+	struct list_node wb_link;        /* cache/ (dirty.c): in cache_uncommitted_list()
+					  * (the daemon walks it, never changes it) */
+	enum cache_wb_recover wb_recover;   /* cache/ sets PENDING when loading and NONE on
+					     * the first attributes; daemon/writeback.c moves
+					     * PENDING <-> GETATTR and ends it when the file is gone */
+	unsigned pins;                   /* cache_pin()/cache_unpin() only: holders that
+					  * keep a pointer to it (calls, fetches, GETATTRs,
+					  * changes in flight, write-back passes) */
+	int changes_in_flight;           /* cache_change_begin()/end() only: our WRITE/
+					  * SETATTR calls not answered yet (coherency: they
+					  * explain attribute changes; each also pins) */
+	int getattr_busy;                /* daemon (nfsd_revalidate() sets it, its GETATTR's
+					  * callback clears it): a revalidating GETATTR is in
+					  * flight, others wait for it (the GETATTR also pins) */
+	int removed;                     /* daemon/nfs_write.c: the file's last link was
+					  * removed through us */
+	/* daemon-owned, moving out of this struct (daemon/nfs_read.c, writeback.c) */
 	uint64_t next_offset;            /* end of the last READ: sequential access */
 	uint64_t readahead_end;          /* readahead issued up to here */
-
-	/* write-back (DESIGN.md "Write-back"); dirty ⊆ valid, commit ⊆ valid */
-	struct extent_set dirty;         /* written locally, not sent upstream yet: per page
-					  * the merged ranges are wb_pgbase/wb_bytes */
-	struct extent_set commit;        /* sent upstream UNSTABLE by the running pass,
-					  * not committed yet */
-	uint64_t local_size;             /* bytes: the size clients see while dirty */
-	int64_t local_mtime_ns;          /* mtime and ctime clients see while dirty */
-	struct rpc_cred wb_cred;         /* writer of the dirty bytes; write-back uses it */
-	struct list_node wb_link;        /* in the list of objects with dirty data */
-	ev_tstamp dirty_since;           /* loop time the oldest dirty byte was written */
-	int wopen;                       /* 0; 1 = "written to" requested in the index;
-					  * 2 = recorded (local writes may go ahead) */
-	size_t recorded_ranges;          /* valid ranges the index holds (or a running
-					  * batch is writing) for it */
-	uint64_t unsynced_bytes;         /* bytes in dirty ∪ commit */
-	int wb_recover;                  /* dirty ranges from the index, kept only if the
-					  * upstream file is unchanged since (first attributes);
-					  * 2 = their GETATTR is in flight */
 	void *wb;                        /* the write-back pass running (writeback.c) */
 	uint64_t wb_started, wb_done;    /* passes started / finished */
 	uint32_t wb_error;               /* nfsstat3 of a failed write-back, reported by the
 					  * next COMMIT; 0 = none */
-	int removed;                     /* the file's last link was removed through us */
+
+	/* ---- below: the cache's own ------------------------------------ */
+	struct cache_object *hash_next;  /* cache.c: the object table's chain */
+	struct list_node persist_link;   /* persist.c: in the queue of objects the index
+					  * must learn (persist_mark) */
+	int persist_queued;              /* persist.c: on that queue */
+	ev_tstamp attr_time;             /* cache.c: loop time coh was last confirmed */
+	int fd;                          /* cache.c: backing file, -1 when not open */
+	struct list_node fd_link;        /* cache.c: in the LRU list of open backing files */
+	int checked;                     /* cache.c: backing file checked against `valid` */
+	int64_t last_access_s;           /* cache.c: unix seconds */
+	int64_t access_recorded_s;       /* persist.c: last_access_s as the index has it
+					  * (or the running batch writes it) */
+	struct cache_access access[CACHE_ACCESS_SLOTS];   /* cache.c */
+	struct list_node waiters;        /* cache.c: struct cache_waiter */
+	struct extent_set commit;        /* dirty.c: sent upstream UNSTABLE by the running
+					  * pass, not committed yet (⊆ valid) */
+	uint64_t local_size;             /* dirty.c: bytes, the size clients see while
+					  * dirty or commit is not empty */
+	int64_t local_mtime_ns;          /* dirty.c: mtime and ctime clients see meanwhile */
+	uint64_t uncommitted_bytes;      /* dirty.c: bytes in dirty ∪ commit */
+	enum cache_wopen wopen;          /* dirty.c requests, persist.c records: the
+					  * "written to" mark in the index */
+	size_t recorded_ranges;          /* persist.c: valid ranges the index holds (or a
+					  * running batch is writing) for it */
 };
 
-/* A call waiting for something in flight on an object (a fetch, GETATTR). */
+/* A call waiting for something in flight on an object (a fetch, GETATTR).
+ * The waiter is the caller's (the daemon's); while it waits, `link` is the
+ * cache's (cache_wait) or daemon/writeback.c's (writeback_throttle). */
 struct cache_waiter {
 	struct list_node link;
-	void (*wake)(struct cache_waiter *w);
+	void (*wake)(struct cache_waiter *w);   /* the caller's: called once per wake-up */
 	ev_tstamp deadline;          /* writeback_throttle(): loop time it gives up */
 	int timed_out;               /* writeback_throttle(): woken at the deadline */
 };
@@ -139,10 +189,10 @@ void cache_attrs_update(struct cache_object *o, const fattr3 *a, uint64_t gen_at
  * the file meanwhile, and the post-op attributes become the new coherency
  * data without invalidation; otherwise the data is invalidated.  Without
  * pre-op attributes the change is taken as ours (Linux nfs_post_op_update_
- * inode_force_wcc).  Bumps the
- * generation.  Returns 1 when the change was explained by our own call.
+ * inode_force_wcc).  Bumps the generation.  Returns true when the change
+ * was explained by our own call (or our other changes in flight).
  */
-int cache_change_done(struct cache_object *o, const wcc_data *wcc);
+bool cache_change_done(struct cache_object *o, const wcc_data *wcc);
 
 /* Drop the object's clean data (not the object, never its dirty bytes):
  * counted in cache.invalidations. */
@@ -153,7 +203,7 @@ void cache_invalidate(struct cache_object *o, const char *why);
 void cache_truncate(struct cache_object *o, uint64_t size);
 
 /* Were the coherency data confirmed within cache.acregmax? */
-int cache_attrs_fresh(const struct cache_object *o);
+bool cache_attrs_fresh(const struct cache_object *o);
 
 /* ACCESS results per credential: record what the upstream granted of the
  * bits `asked` (RFC 1813 §3.3.4: an answer says nothing of bits not asked,
@@ -194,29 +244,49 @@ int cache_read_local_nowait(struct cache_object *o, uint64_t offset, void *buf, 
 
 /*
  * Read [offset, offset + len) of valid bytes into buf on a worker thread and
- * call done(arg, rc) on the loop thread: rc 0, or -EIO as cache_read_local().
- * buf must stay valid until then.
+ * call done(arg, rc) on the loop thread: rc 0, or -EIO as cache_read_local()
+ * (the backing file cannot be opened, is short, or the object changed
+ * while the worker read).  buf must stay valid until then.  Returns 0: done
+ * is called once, later; -ENODEV: the cache is not open (done is never
+ * called).
  */
-void cache_read_async(struct cache_object *o, uint64_t offset, void *buf, uint32_t len,
-		      void (*done)(void *arg, int rc), void *arg);
+int cache_read_async(struct cache_object *o, uint64_t offset, void *buf, uint32_t len,
+		     void (*done)(void *arg, int rc), void *arg);
 
 /* Wait for the next cache_wake() of `o`. */
 void cache_wait(struct cache_object *o, struct cache_waiter *w);
 /* Wake every waiter of `o` (each wake() runs once; they may wait again). */
 void cache_wake(struct cache_object *o);
 
+/*
+ * Pin `o` while a pointer to it is kept past the current loop callback (a
+ * call, a fetch, a GETATTR, a write-back pass): a pinned object is never
+ * culled or freed.  Every cache_pin() is undone by one cache_unpin().
+ */
+void cache_pin(struct cache_object *o);
+void cache_unpin(struct cache_object *o);
+
+/*
+ * A WRITE or SETATTR of ours is sent upstream (begin) / answered or given
+ * up (end): while several are in flight their replies may come back in any
+ * order, and cache_change_done() takes an attribute change they explain as
+ * ours.  Each change in flight also pins `o`.
+ */
+void cache_change_begin(struct cache_object *o);
+void cache_change_end(struct cache_object *o);
+
 /* Note a use of `o` (for least-recently-used order; persisted in batches). */
 void cache_touch(struct cache_object *o);
 
 /* ---- write-back state (DESIGN.md "Write-back") -------------------- */
 
-/* 1 when `o` holds bytes not committed upstream yet (dirty, or sent and
+/* True when `o` holds bytes not committed upstream yet (dirty, or sent and
  * awaiting the upstream COMMIT). */
-int cache_has_dirty(const struct cache_object *o);
+bool cache_has_uncommitted(const struct cache_object *o);
 
 /* The file size clients see, bytes: the upstream's, or while dirty, the
  * upstream's extended by local writes. */
-uint64_t cache_size(const struct cache_object *o);
+uint64_t cache_client_size(const struct cache_object *o);
 
 /* While `o` is dirty, give `a` (attributes of `o` from the upstream or the
  * cache) the local size, mtime and ctime; otherwise leave it alone. */
@@ -226,11 +296,12 @@ void cache_patch_attrs(const struct cache_object *o, fattr3 *a);
  * Before the first local write of this daemon life to an object holding
  * valid data, the index must record that the object is being written
  * (after a crash its unrecorded writes may sit on top of recorded ranges,
- * which are then not trusted).  Returns 1 when local writes may go ahead,
- * else 0: the record is on its way, and `w` is woken (cache_wake) once it
- * is in the index.
+ * which are then not trusted).  Returns false when local writes may go
+ * ahead now; true when the caller must wait: the record is on its way, and
+ * `w` is woken (cache_wake, never from inside this call) once it is in the
+ * index.
  */
-int cache_write_ready(struct cache_object *o, struct cache_waiter *w);
+bool cache_write_must_wait(struct cache_object *o, struct cache_waiter *w);
 
 /*
  * An UNSTABLE WRITE accepted locally (RFC 1813 §3.3.7): `len` bytes at
@@ -238,8 +309,9 @@ int cache_write_ready(struct cache_object *o, struct cache_waiter *w);
  * dirty; bytes between the current size and `offset` (at most
  * CACHE_WRITE_GAP_MAX) are stored as zeros, valid but not dirty.  `cred`
  * becomes the object's write-back credential (the caller flushes first when
- * another credential holds dirty data).  Needs cache_write_ready().
- * Returns 0, or -errno of the backing write (nothing changed then).
+ * another credential holds dirty data).  Needs cache_write_must_wait()
+ * false first.  Returns 0, or -errno of the backing write (nothing changed
+ * then).
  */
 #define CACHE_WRITE_GAP_MAX (1024 * 1024)
 int cache_write_local(struct cache_object *o, uint64_t offset, const void *data, uint32_t len,
@@ -269,13 +341,20 @@ void cache_commit_settle(struct cache_object *o, enum cache_settle how);
  */
 uint64_t cache_dirty_drop(struct cache_object *o, uint64_t start, uint64_t end);
 
-/* The objects holding dirty data, in the order they became dirty. */
-struct list_node *cache_dirty_list(void);
+/* The objects holding bytes not committed upstream (dirty, or sent and
+ * awaiting COMMIT: cache_has_uncommitted()), in the order they first
+ * became dirty; linked by their wb_link. */
+struct list_node *cache_uncommitted_list(void);
 
-/* Read `len` bytes at `offset` of the backing file (dirty data for a
- * write-back) on a worker thread; done(arg, rc) on the loop: 0, or -EIO. */
-void cache_read_backing_async(struct cache_object *o, uint64_t offset, void *buf, uint32_t len,
-			      void (*done)(void *arg, int rc), void *arg);
+/*
+ * Read `len` bytes at `offset` of the backing file (dirty data for a
+ * write-back), whatever their state, on a worker thread; done(arg, rc) on
+ * the loop: 0, or -EIO (no backing file, or fewer bytes than asked).
+ * Returns 0: done is called once, later; -ENODEV: the cache is not open
+ * (done is never called).
+ */
+int cache_read_backing_async(struct cache_object *o, uint64_t offset, void *buf, uint32_t len,
+			     void (*done)(void *arg, int rc), void *arg);
 
 /* Call fn(o, arg) for every object (nfscachectl invalidate --all); fn must
  * not create or free objects. */
@@ -308,18 +387,21 @@ struct cache_space {
 void cache_space(struct cache_space *out);
 const char *cache_space_state_name(enum cache_space_state s);
 
-/* 0 while stopped (below bstop/fstop): fetch no more than asked. */
-int cache_storing(void);
+/* False while stopped (below bstop/fstop): fetch no more than asked. */
+bool cache_storing(void);
 
 /* Measure now and act on the thresholds (after a reload changed them). */
 void cache_space_check(void);
 
 /*
  * `nfscachectl cull`: a culling run now, until the cache is above
- * brun/frun (and max_size's brun).  Returns 0 when there is nothing to cull
- * (done() is not called), else 1: done(arg, space) is called on the loop
- * once the run ends (*space as cache_space(); starved set when nothing
- * more could be culled: every remaining object dirty or in use).
+ * brun/frun (and max_size's brun).  Returns 0: done(arg, space) is called
+ * once, on the loop, when the run ends (never from inside this call;
+ * *space as cache_space(), its run counts since this call; starved set
+ * when nothing more could be culled: every remaining object dirty or
+ * pinned).  Returns -EALREADY when the cache is above brun/frun and no run
+ * is on (nothing to cull), -ENODEV when the cache is not open: done is
+ * never called then.
  */
 int cache_cull_now(void (*done)(void *arg, const struct cache_space *space), void *arg);
 

@@ -1,53 +1,75 @@
 /*
- * cache_int.h — what cache.c, dirty.c and persist.c share and nothing else
- * may use: the module's state (C) and the helpers more than one of them
- * calls.  The rest of the daemon uses cache/cache.h only.
+ * cache_int.h — what the files of cache/ (cache.c, dirty.c, persist.c,
+ * lease.c, cull.c, reconcile.c) share and nothing else may use: the
+ * module's state (cache_state), the index lease, and the helpers more than
+ * one of them calls.  The rest of the daemon uses cache/cache.h only.
  */
 #ifndef NFSCACHED_CACHE_INT_H
 #define NFSCACHED_CACHE_INT_H
 
 #include <ev.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "cache/cache.h"
 #include "cache/extent.h"
+#include "common/array.h"
 #include "common/list.h"
 
 struct cache_index;
 struct worker_pool;
 
-struct cache_state {
-	struct ev_loop *loop;
-	const struct cache_config *cfg;
-	char *volume;
-	struct cache_index *index;
-	struct worker_pool *workers;
-	struct cache_object **buckets;
-	size_t nbuckets;                /* power of two */
-	size_t count;
-	uint64_t next_id;
-	struct list_node dirty;         /* objects to write to the index */
-	ev_timer commit_timer;
-	int commit_running;
-	uint64_t seq;                   /* change sequence: the last change's number */
-	int lock_fd;                    /* holds the flock on CACHE_DIR/lock */
-	struct list_node open_fds;      /* objects with an open backing file, LRU first */
-	unsigned n_open;
-	struct list_node wb_list;       /* objects with dirty data, oldest first */
-	int *sync_fds;                  /* closed backing files the next batch syncs first */
-	size_t n_sync_fds, cap_sync_fds;
-	int commit_again;               /* a batch is wanted as soon as the running one ends */
-	uint64_t *deletes;              /* ids whose rows the next batch removes */
-	size_t n_deletes, cap_deletes;
-	uint64_t max_id_at_start;       /* start-up reconciliation: newer ids are not orphans */
+/* Who holds the index: one worker job at a time uses it (index.h). */
+enum index_holder {
+	INDEX_FREE,
+	INDEX_HELD_BATCH,               /* a batch (persist.c) */
+	INDEX_HELD_CULL,                /* a culling step or the reconciliation */
 };
 
-/* C.commit_running: who holds the index (one worker job at a time, index.h) */
-#define INDEX_HELD_BATCH 1
-#define INDEX_HELD_CULL 2
+/* The module's state: one per daemon.  Each field says which file writes it. */
+struct cache_state {
+	struct ev_loop *loop;           /* cache.c (cache_init) */
+	const struct cache_config *cfg; /* cache.c (cache_init): the caller's, read live */
+	char *volume;                   /* cache.c (cache_init): "SERVER:EXPORT" */
+	struct cache_index *index;      /* cache.c (cache_init); used by one worker job at
+					 * a time, the holder of the index lease */
+	struct worker_pool *workers;    /* cache.c (cache_init, cache_finalise) */
+	struct cache_object **buckets;  /* cache.c: the object table */
+	size_t nbuckets;                /* cache.c: power of two */
+	size_t count;                   /* cache.c: objects in the table */
+	uint64_t next_id;               /* cache.c, reconcile.c: the next object's id */
+	uint64_t seq;                   /* cache.c: change sequence, the last change's number */
+	int lock_fd;                    /* cache.c: holds the flock on CACHE_DIR/lock */
+	struct list_node open_fds;      /* cache.c: objects with an open backing file, LRU first */
+	unsigned n_open;                /* cache.c: their count */
+	struct list_node wb_list;       /* dirty.c: objects with bytes not committed
+					 * upstream, oldest first */
+	struct list_node persist_queue; /* persist.c: objects the index must learn
+					 * (persist_mark), oldest first */
+	ev_timer batch_timer;           /* persist.c: BATCH_INTERVAL_S, a batch every second */
+	ARRAY(int) sync_fds;            /* persist.c: closed backing files the next batch
+					 * syncs (and closes) first */
+	ARRAY(uint64_t) deletes;        /* persist.c: ids whose rows the next batch removes */
+	bool batch_again;               /* persist.c, dirty.c set; lease.c clears: a batch
+					 * is wanted as soon as the index lease is free */
+	enum index_holder index_holder; /* lease.c only */
+	uint64_t max_id_at_start;       /* cache.c (cache_init): newer ids are not orphans
+					 * to the start-up reconciliation */
+};
 
-extern struct cache_state C;
+/* lease.c: who holds the index (one worker job at a time, index.h).
+ * Take it before submitting the job: true when taken, false when another
+ * holds it (the caller asks again later: batch_again, space_index_free). */
+bool index_lease_take(enum index_holder who);
+/* Give the index up (on the loop, once the holder's job is done); a batch
+ * asked for meanwhile starts, else a culling step waiting for it. */
+void index_lease_release(void);
+enum index_holder index_lease_holder(void);
+/* cache_init/cache_finalise: nobody holds it, no batch is wanted. */
+void index_lease_reset(void);
+
+extern struct cache_state cache_state;
 
 /* cache.c: the object table, changes, extent callbacks, backing files */
 void changed(struct cache_object *o);
@@ -59,37 +81,55 @@ int remove_range(uint64_t start, uint64_t end, void *ctx);
 void table_grow(void);
 struct cache_object *object_new(uint64_t id, const uint8_t *fh, uint32_t fh_len);
 int object_fd(struct cache_object *o);
-/* Can `o` go now: no dirty or sent bytes, no call, fetch, pass or waiter on it. */
-int object_cullable(const struct cache_object *o);
+/* May `o` go now: not pinned, no dirty or sent bytes, no recovery to
+ * decide, no "written to" mark on its way, no waiter. */
+bool object_cullable(const struct cache_object *o);
 /* Take `o` out of the table and free it (its file and rows are the caller's). */
 void object_remove(struct cache_object *o);
 
 /* dirty.c: the write-back state */
-uint64_t dirty_bytes(const struct cache_object *o);
+uint64_t object_uncommitted_bytes(const struct cache_object *o);
 void dirty_changed(struct cache_object *o, uint64_t before);
 int foreach_clean_part(const struct cache_object *o, uint64_t start, uint64_t end,
 		       int (*fn)(uint64_t s, uint64_t e, void *ctx), void *ctx);
 
 /* persist.c: the batched index commits */
-void mark_dirty(struct cache_object *o);
-void commit_start(void);
-void commit_sync_fd(int fd);
+void persist_mark(struct cache_object *o);
+void batch_start(void);
+void batch_sync_fd(int fd);
 /* The next batch removes object `id`'s rows (first, before any upsert). */
-void commit_delete(uint64_t id);
+void batch_delete(uint64_t id);
+/* cache_init/cache_finalise's steps, in order: load the index into the
+ * table, start the batch timer; stop it, write the last batch, free. */
+int persist_load(void);
+void persist_start(void);
+void persist_stop(void);
+void persist_last_batch(void);
+void persist_free(void);
 
 /* cull.c: space management */
 void space_init(void);
 void space_finalise(void);
-/* May `len` more bytes be stored?  1 yes; 0 no (stopped, or no room left
- * under max_size): the caller answers without storing. */
-int space_may_store(uint64_t len);
+/* May `len` more bytes be stored?  true yes; false no (stopped, or no room
+ * left under max_size): the caller answers without storing. */
+bool space_may_store(uint64_t len);
 /* Bytes were stored: cache.bytes against max_size. */
 void space_stored(void);
 /* A backing write failed with ENOSPC/EDQUOT: cull now. */
 void space_nospace(void);
 /* A batch ended: a culling step waiting for the index may go. */
 void space_index_free(void);
-/* Start-up reconciliation of the index and the backing files (a worker job). */
+/* Start-up reconciliation of the index and the backing files (a worker job
+ * run by reconcile.c once the index lease is free). */
 void space_reconcile(void);
+/* reconcile.c's job ended (it released the index lease): culling may go. */
+void space_reconcile_done(void);
+/* Delete the backing files of ids[0..n) on a worker (graveyard first). */
+void space_bury(const uint64_t *ids, size_t n);
+
+/* reconcile.c: submit the reconciliation job; the caller holds the index
+ * lease, which the job releases when it ends, then space_reconcile_done().
+ * Returns 0 (worker_submit). */
+int reconcile_submit(void);
 
 #endif

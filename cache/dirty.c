@@ -21,9 +21,9 @@
 #include "common/stats.h"
 #include "common/xalloc.h"
 
-uint64_t dirty_bytes(const struct cache_object *o)
+uint64_t object_uncommitted_bytes(const struct cache_object *o)
 {
-	return o->unsynced_bytes;
+	return o->uncommitted_bytes;
 }
 
 /* |dirty ∪ commit|: both sets are only held together while a pass runs. */
@@ -42,22 +42,22 @@ static uint64_t union_bytes(const struct cache_object *o)
 	return n;
 }
 
-/* Keep unsynced_bytes, cache.dirty.bytes and the list of dirty objects in
+/* Keep uncommitted_bytes, cache.dirty.bytes and the list of dirty objects in
  * step with the sets (`now`: the new |dirty ∪ commit|). */
-static void unsynced_set(struct cache_object *o, uint64_t now)
+static void uncommitted_set(struct cache_object *o, uint64_t now)
 {
-	stats.cache_dirty_bytes += now - o->unsynced_bytes;
-	o->unsynced_bytes = now;
+	stats.cache_dirty_bytes += now - o->uncommitted_bytes;
+	o->uncommitted_bytes = now;
 	if (o->dirty.count == 0 && o->commit.count == 0)
 		list_del(&o->wb_link);
 	else if (list_empty(&o->wb_link))
-		list_add_tail(&C.wb_list, &o->wb_link);
+		list_add_tail(&cache_state.wb_list, &o->wb_link);
 }
 
 void dirty_changed(struct cache_object *o, uint64_t before)
 {
 	(void)before;
-	unsynced_set(o, union_bytes(o));
+	uncommitted_set(o, union_bytes(o));
 }
 
 /*
@@ -96,19 +96,19 @@ static int64_t realtime_ns(void)
 
 /* ---- write-back state ------------------------------------------------ */
 
-int cache_has_dirty(const struct cache_object *o)
+bool cache_has_uncommitted(const struct cache_object *o)
 {
 	return o->dirty.count != 0 || o->commit.count != 0;
 }
 
-uint64_t cache_size(const struct cache_object *o)
+uint64_t cache_client_size(const struct cache_object *o)
 {
-	return cache_has_dirty(o) ? o->local_size : o->coh.size;
+	return cache_has_uncommitted(o) ? o->local_size : o->coh.size;
 }
 
 void cache_patch_attrs(const struct cache_object *o, fattr3 *a)
 {
-	if (!cache_has_dirty(o))
+	if (!cache_has_uncommitted(o))
 		return;
 	a->size = o->local_size;
 	if (a->used < a->size)
@@ -122,33 +122,33 @@ void cache_patch_attrs(const struct cache_object *o, fattr3 *a)
 		a->ctime = a->mtime;
 }
 
-int cache_write_ready(struct cache_object *o, struct cache_waiter *w)
+bool cache_write_must_wait(struct cache_object *o, struct cache_waiter *w)
 {
-	if (o->wopen == 2)
-		return 1;
-	if (o->recorded_ranges == 0 && !o->wb_recover) {
+	if (o->wopen == CACHE_WOPEN_RECORDED)
+		return false;
+	if (o->recorded_ranges == 0 && o->wb_recover == CACHE_RECOVER_NONE) {
 		/* the index trusts nothing of it that a write could contradict;
 		 * the mark goes with the next batch all the same */
-		if (o->wopen == 0) {
-			o->wopen = 1;
-			mark_dirty(o);
+		if (o->wopen == CACHE_WOPEN_NONE) {
+			o->wopen = CACHE_WOPEN_REQUESTED;
+			persist_mark(o);
 		}
-		return 1;
+		return false;
 	}
-	o->wopen = 1;
-	mark_dirty(o);
+	o->wopen = CACHE_WOPEN_REQUESTED;
+	persist_mark(o);
 	cache_wait(o, w);
-	if (C.commit_running)
-		C.commit_again = 1;
+	if (index_lease_holder() != INDEX_FREE)
+		cache_state.batch_again = true;
 	else
-		commit_start();
-	return 0;
+		batch_start();
+	return true;
 }
 
 int cache_write_local(struct cache_object *o, uint64_t offset, const void *data, uint32_t len,
 		      const struct rpc_cred *cred)
 {
-	uint64_t size = cache_size(o), end = offset + len;
+	uint64_t size = cache_client_size(o), end = offset + len;
 	int fd, rc;
 
 	if (!space_may_store(len + (offset > size ? offset - size : 0)))
@@ -178,23 +178,23 @@ int cache_write_local(struct cache_object *o, uint64_t offset, const void *data,
 	}
 	uint64_t added = 0, before = o->valid.bytes;
 	foreach_clean_part(o, offset, end, count_part, &added);
-	if (!cache_has_dirty(o)) {
+	if (!cache_has_uncommitted(o)) {
 		o->local_size = o->coh.size;
 		o->local_mtime_ns = o->coh.mtime_ns;
 	}
 	if (o->dirty.count == 0)
-		o->dirty_since = ev_now(C.loop);
+		o->dirty_since = ev_now(cache_state.loop);
 	extent_set_add(&o->valid, offset, end);
 	bytes_changed(before, o->valid.bytes);
 	extent_set_add(&o->dirty, offset, end);
-	unsynced_set(o, o->unsynced_bytes + added);
+	uncommitted_set(o, o->uncommitted_bytes + added);
 	if (end > o->local_size)
 		o->local_size = end;
 	int64_t now = realtime_ns();
 	o->local_mtime_ns = now > o->local_mtime_ns ? now : o->local_mtime_ns + 1;
 	o->wb_cred = *cred;
 	stats.cache_write_bytes += len;
-	mark_dirty(o);
+	persist_mark(o);
 	space_stored();
 	return 0;
 }
@@ -208,7 +208,7 @@ uint64_t *cache_dirty_take(struct cache_object *o, size_t *n)
 		return NULL;
 	ranges = xcalloc(*n * 2, sizeof(*ranges));
 	p = ranges;
-	uint64_t before = dirty_bytes(o);
+	uint64_t before = object_uncommitted_bytes(o);
 	extent_set_foreach(&o->dirty, collect_range, &p);
 	extent_set_foreach(&o->dirty, add_range, &o->commit);
 	extent_set_clear(&o->dirty);
@@ -218,11 +218,11 @@ uint64_t *cache_dirty_take(struct cache_object *o, size_t *n)
 
 void cache_commit_settle(struct cache_object *o, enum cache_settle how)
 {
-	uint64_t before = dirty_bytes(o), vbefore = o->valid.bytes;
+	uint64_t before = object_uncommitted_bytes(o), vbefore = o->valid.bytes;
 
 	if (how == CACHE_RESEND) {
 		if (o->dirty.count == 0 && o->commit.count)
-			o->dirty_since = ev_now(C.loop);
+			o->dirty_since = ev_now(cache_state.loop);
 		extent_set_foreach(&o->commit, add_range, &o->dirty);
 	} else if (how == CACHE_FAILED) {
 		/* the backing bytes are not the upstream's; those written again
@@ -234,12 +234,12 @@ void cache_commit_settle(struct cache_object *o, enum cache_settle how)
 	}
 	extent_set_clear(&o->commit);
 	dirty_changed(o, before);
-	mark_dirty(o);
+	persist_mark(o);
 }
 
 uint64_t cache_dirty_drop(struct cache_object *o, uint64_t start, uint64_t end)
 {
-	uint64_t before = dirty_bytes(o), vbefore = o->valid.bytes;
+	uint64_t before = object_uncommitted_bytes(o), vbefore = o->valid.bytes;
 	struct extent_set gone;
 
 	extent_set_init(&gone);
@@ -256,11 +256,11 @@ uint64_t cache_dirty_drop(struct cache_object *o, uint64_t start, uint64_t end)
 	bytes_changed(vbefore, o->valid.bytes);
 	dirty_changed(o, before);
 	changed(o);
-	mark_dirty(o);
+	persist_mark(o);
 	return n;
 }
 
-struct list_node *cache_dirty_list(void)
+struct list_node *cache_uncommitted_list(void)
 {
-	return &C.wb_list;
+	return &cache_state.wb_list;
 }

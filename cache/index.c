@@ -23,6 +23,7 @@
 #include <sqlite3.h>
 
 #include "cache/index.h"
+#include "common/array.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 
@@ -139,18 +140,16 @@ static const int64_t index_load_bounds[2][2] = {
 	{ INT64_MIN, -1 },
 };
 
-/* index_load: the (start, end) pairs of the current object, reused across objects. */
-struct index_pairs {
-	uint64_t *v;                      /* 2 * cap values */
-	size_t cap;                       /* pairs allocated */
-};
+/* index_load: the (start, end) pairs of the current object, reused across
+ * objects: v[2i], v[2i + 1] for i < n / 2. */
+typedef ARRAY(uint64_t) index_pairs;
 
 struct cache_index {
 	sqlite3 *db;
 	char *path;                       /* DIR/index.sqlite, for log lines */
 	sqlite3_stmt *st[ST_COUNT];       /* prepared once, reset after every use */
-	struct index_pairs ranges;        /* index_load: valid ranges of the current object */
-	struct index_pairs dirty;         /* index_load: dirty ranges of the current object */
+	index_pairs ranges;               /* index_load: valid ranges of the current object */
+	index_pairs dirty;                /* index_load: dirty ranges of the current object */
 	int gids_logged;                  /* index_load: a bad gid list was logged in this load */
 };
 
@@ -321,8 +320,8 @@ void index_close(struct cache_index *ix)
 	/* Every statement is finalized, so this cannot be SQLITE_BUSY. */
 	if (sqlite3_close(ix->db) != SQLITE_OK)
 		log_error("index: %s: close: %s", ix->path, sqlite3_errmsg(ix->db));
-	free(ix->ranges.v);
-	free(ix->dirty.v);
+	ARRAY_FREE(&ix->ranges);
+	ARRAY_FREE(&ix->dirty);
 	free(ix->path);
 	free(ix);
 }
@@ -440,14 +439,10 @@ static int index_row_to_record(struct cache_index *ix, sqlite3_stmt *st,
 	return 0;
 }
 
-static void index_pairs_append(struct index_pairs *p, size_t n, int64_t start, int64_t end)
+static void index_pairs_append(index_pairs *p, int64_t start, int64_t end)
 {
-	if (n == p->cap) {
-		p->cap = p->cap ? 2 * p->cap : 64;
-		p->v = xreallocarray(p->v, p->cap * 2, sizeof(*p->v));
-	}
-	p->v[2 * n] = u64_from_db(start);
-	p->v[2 * n + 1] = u64_from_db(end);
+	ARRAY_PUSH(p, u64_from_db(start));
+	ARRAY_PUSH(p, u64_from_db(end));
 }
 
 static void index_ranges_reverse(uint64_t *pairs, size_t n)
@@ -490,22 +485,21 @@ static void index_ranges_unsigned_order(uint64_t *pairs, size_t n)
  * step result.
  */
 static int index_collect_pairs(struct cache_index *ix, enum index_stmt s, int rc, int64_t id,
-			       struct index_pairs *pairs, size_t *npairs)
+			       index_pairs *pairs, size_t *npairs)
 {
 	sqlite3_stmt *st = ix->st[s];
 	int64_t object;
 
-	*npairs = 0;
+	ARRAY_CLEAR(pairs);
 	for (; rc == SQLITE_ROW; rc = sqlite3_step(st)) {
 		object = sqlite3_column_int64(st, 0);
 		if (object > id)
 			break;
-		if (object == id) {
-			index_pairs_append(pairs, *npairs, sqlite3_column_int64(st, 1),
+		if (object == id)
+			index_pairs_append(pairs, sqlite3_column_int64(st, 1),
 					   sqlite3_column_int64(st, 2));
-			(*npairs)++;
-		}
 	}
+	*npairs = pairs->n / 2;
 	index_ranges_unsigned_order(pairs->v, *npairs);
 	return rc;
 }

@@ -1,18 +1,17 @@
 /*
- * persist.c — the batched persistence of the objects, and the module's
- * start and stop: every second the objects changed since the last batch
- * are snapshotted, their backing files (and those closed meanwhile)
- * fdatasync'ed and the snapshot written to the index in one transaction,
- * on a worker thread.  A range reaches the index only after its data was
- * synced.  On start the index is loaded back into the object table.  Not
- * here: what the objects hold and when it changes (cache.c, dirty.c).
+ * persist.c — the batched persistence of the objects: every second the
+ * objects the index must learn (persist_mark) are snapshotted, their
+ * backing files (and those closed meanwhile) fdatasync'ed and the snapshot
+ * written to the index in one transaction, on a worker thread, under the
+ * index lease (lease.c).  A range reaches the index only after its data
+ * was synced.  On start the index is loaded back into the object table.
+ * Not here: what the objects hold and when it changes (cache.c, dirty.c),
+ * starting and stopping the module (cache.c).
  */
 #include "config.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
-#include <sys/file.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -22,41 +21,34 @@
 #include "cache/cache_int.h"
 #include "cache/index.h"
 #include "cache/worker.h"
+#include "common/array.h"
 #include "common/log.h"
 #include "common/stats.h"
 #include "common/xalloc.h"
 
-#define COMMIT_INTERVAL_S 1.0
+#define BATCH_INTERVAL_S 1.0
 
-void mark_dirty(struct cache_object *o)
+void persist_mark(struct cache_object *o)
 {
-	if (!o->index_dirty) {
-		o->index_dirty = 1;
-		list_add_tail(&C.dirty, &o->dirty_link);
+	if (!o->persist_queued) {
+		o->persist_queued = 1;
+		list_add_tail(&cache_state.persist_queue, &o->persist_link);
 	}
 }
 
-void commit_delete(uint64_t id)
+void batch_delete(uint64_t id)
 {
-	if (C.n_deletes == C.cap_deletes) {
-		C.cap_deletes = C.cap_deletes ? 2 * C.cap_deletes : 256;
-		C.deletes = xreallocarray(C.deletes, C.cap_deletes, sizeof(*C.deletes));
-	}
-	C.deletes[C.n_deletes++] = id;
+	ARRAY_PUSH(&cache_state.deletes, id);
 }
 
 /* A backing file closed while its ranges wait for the next batch, which
  * must sync their data first: the batch closes it. */
-void commit_sync_fd(int fd)
+void batch_sync_fd(int fd)
 {
-	if (C.n_sync_fds == C.cap_sync_fds) {
-		C.cap_sync_fds = C.cap_sync_fds ? 2 * C.cap_sync_fds : 64;
-		C.sync_fds = xreallocarray(C.sync_fds, C.cap_sync_fds, sizeof(*C.sync_fds));
-	}
-	C.sync_fds[C.n_sync_fds++] = fd;
+	ARRAY_PUSH(&cache_state.sync_fds, fd);
 }
 
-struct commit_job {
+struct batch_job {
 	struct index_record *recs;
 	size_t n;
 	int *fds;             /* dup()s of the backing files to sync */
@@ -66,36 +58,35 @@ struct commit_job {
 	int rc;               /* index_write's */
 };
 
-static void commit_work(void *arg)
+static void batch_work(void *arg)
 {
-	struct commit_job *job = arg;
+	struct batch_job *job = arg;
 
 	for (size_t i = 0; i < job->nfds; i++) {
 		fdatasync(job->fds[i]);
 		close(job->fds[i]);
 	}
-	job->rc = index_write(C.index, job->recs, job->n);
+	job->rc = index_write(cache_state.index, job->recs, job->n);
 }
 
-static void commit_done(void *arg)
+static void batch_done(void *arg)
 {
-	struct commit_job *job = arg;
+	struct batch_job *job = arg;
 
-	C.commit_running = 0;
 	for (size_t i = 0; i < job->n; i++) {
 		struct cache_object *o = job->objs[i];
 		if (job->recs[i].deleted) {
 			if (job->rc != 0)
-				commit_delete(job->recs[i].id);   /* tried again */
+				batch_delete(job->recs[i].id);   /* tried again */
 			continue;
 		}
 		if (job->rc != 0) {
-			mark_dirty(o);   /* nothing of it was stored: the next batch tries again */
+			persist_mark(o);   /* nothing of it was stored: the next batch tries again */
 			continue;
 		}
 		o->recorded_ranges = job->recs[i].nranges;
-		if (job->recs[i].wopen && o->wopen == 1) {
-			o->wopen = 2;    /* recorded: local writes may go ahead */
+		if (job->recs[i].wopen && o->wopen == CACHE_WOPEN_REQUESTED) {
+			o->wopen = CACHE_WOPEN_RECORDED;    /* local writes may go ahead */
 			cache_wake(o);
 		}
 	}
@@ -105,57 +96,54 @@ static void commit_done(void *arg)
 	free(job->fds);
 	free(job->ranges);
 	free(job);
-	if (C.commit_again) {
-		C.commit_again = 0;
-		commit_start();
-	}
-	if (!C.commit_running)
-		space_index_free();
+	/* after the objects above: a batch asked for by a woken call holds them */
+	index_lease_release();
 }
 
 /* Snapshot the changed objects and hand them to a worker. */
-void commit_start(void)
+void batch_start(void)
 {
 	struct list_node *pos, *tmp;
 	size_t n = 0, nranges = 0;
 
-	if (list_empty(&C.dirty) && C.n_deletes == 0)
+	if (list_empty(&cache_state.persist_queue) && cache_state.deletes.n == 0)
 		return;
-	if (C.commit_running) {
-		if (C.commit_running == INDEX_HELD_CULL)
-			C.commit_again = 1;   /* right after the culling job */
+	if (index_lease_holder() == INDEX_HELD_CULL) {
+		cache_state.batch_again = true;   /* right after the culling job */
 		return;
 	}
-	n = C.n_deletes;
-	list_for_each_safe(pos, tmp, &C.dirty) {
-		struct cache_object *o = list_entry(pos, struct cache_object, dirty_link);
+	if (!index_lease_take(INDEX_HELD_BATCH))
+		return;   /* the running batch's timer tick comes next */
+	n = cache_state.deletes.n;
+	list_for_each_safe(pos, tmp, &cache_state.persist_queue) {
+		struct cache_object *o = list_entry(pos, struct cache_object, persist_link);
 		n++;
 		nranges += o->valid.count + o->dirty.count + o->commit.count;
 	}
-	struct commit_job *job = xcalloc(1, sizeof(*job));
+	struct batch_job *job = xcalloc(1, sizeof(*job));
 	job->recs = xcalloc(n, sizeof(*job->recs));
 	job->objs = xcalloc(n, sizeof(*job->objs));
-	job->fds = xcalloc(n + C.n_sync_fds, sizeof(*job->fds));
+	job->fds = xcalloc(n + cache_state.sync_fds.n, sizeof(*job->fds));
 	job->ranges = xcalloc(nranges * 2 + 2, sizeof(*job->ranges));
 	uint64_t *rp = job->ranges;
 	/* removals first: a culled object's (volume, fh) may come back under a
 	 * new id in the same batch */
-	for (size_t i = 0; i < C.n_deletes; i++) {
-		job->recs[job->n].id = C.deletes[i];
+	for (size_t i = 0; i < cache_state.deletes.n; i++) {
+		job->recs[job->n].id = cache_state.deletes.v[i];
 		job->recs[job->n].deleted = 1;
 		job->objs[job->n++] = NULL;
 	}
-	C.n_deletes = 0;
-	if (C.n_sync_fds)
-		memcpy(job->fds, C.sync_fds, C.n_sync_fds * sizeof(*job->fds));
-	job->nfds = C.n_sync_fds;
-	C.n_sync_fds = 0;
-	list_for_each_safe(pos, tmp, &C.dirty) {
-		struct cache_object *o = list_entry(pos, struct cache_object, dirty_link);
+	ARRAY_CLEAR(&cache_state.deletes);
+	if (cache_state.sync_fds.n)
+		memcpy(job->fds, cache_state.sync_fds.v, cache_state.sync_fds.n * sizeof(*job->fds));
+	job->nfds = cache_state.sync_fds.n;
+	ARRAY_CLEAR(&cache_state.sync_fds);
+	list_for_each_safe(pos, tmp, &cache_state.persist_queue) {
+		struct cache_object *o = list_entry(pos, struct cache_object, persist_link);
 		job->objs[job->n] = o;
 		struct index_record *r = &job->recs[job->n++];
 		r->id = o->id;
-		r->volume = C.volume;
+		r->volume = cache_state.volume;
 		memcpy(r->fh, o->fh, o->fh_len);
 		r->fh_len = o->fh_len;
 		r->size = o->coh.known ? o->coh.size : 0;
@@ -167,7 +155,7 @@ void commit_start(void)
 		r->ranges = rp;
 		r->nranges = o->valid.count;
 		extent_set_foreach(&o->valid, collect_range, &rp);
-		struct extent_set unsynced;   /* dirty ∪ commit */
+		struct extent_set unsynced;   /* dirty ∪ commit: not committed upstream */
 		extent_set_init(&unsynced);
 		extent_set_foreach(&o->dirty, add_range, &unsynced);
 		extent_set_foreach(&o->commit, add_range, &unsynced);
@@ -175,9 +163,9 @@ void commit_start(void)
 		r->ndirty = unsynced.count;
 		extent_set_foreach(&unsynced, collect_range, &rp);
 		extent_set_clear(&unsynced);
-		r->wopen = o->wopen != 0;
+		r->wopen = o->wopen != CACHE_WOPEN_NONE;
 		/* from now on the index may hold these ranges: a write must be
-		 * marked first (cache_write_ready) */
+		 * marked first (cache_write_must_wait) */
 		if (r->nranges > o->recorded_ranges)
 			o->recorded_ranges = r->nranges;
 		r->wb_uid = o->wb_cred.uid;
@@ -189,45 +177,25 @@ void commit_start(void)
 			if (d >= 0)
 				job->fds[job->nfds++] = d;
 		}
-		o->index_dirty = 0;
-		list_del(&o->dirty_link);
+		o->persist_queued = 0;
+		list_del(&o->persist_link);
 	}
-	C.commit_running = INDEX_HELD_BATCH;
-	worker_submit(C.workers, commit_work, commit_done, job);
+	worker_submit(cache_state.workers, batch_work, batch_done, job);
 }
 
-static void commit_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+static void batch_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	(void)loop;
 	(void)w;
 	(void)revents;
-	commit_start();
+	batch_start();
 }
 
-
-static void objects_free(void)
-{
-	for (size_t i = 0; i < C.nbuckets; i++) {
-		struct cache_object *o = C.buckets[i], *next;
-		for (; o; o = next) {
-			next = o->hash_next;
-			if (o->fd >= 0)
-				close(o->fd);
-			extent_set_clear(&o->valid);
-			extent_set_clear(&o->dirty);
-			extent_set_clear(&o->commit);
-			free(o);
-		}
-	}
-	free(C.buckets);
-	C.buckets = NULL;
-	C.nbuckets = 0;
-}
 
 static int load_one(const struct index_record *r, void *ctx)
 {
 	(void)ctx;
-	if (strcmp(r->volume, C.volume) != 0 || r->fh_len == 0 || r->fh_len > 64)
+	if (strcmp(r->volume, cache_state.volume) != 0 || r->fh_len == 0 || r->fh_len > 64)
 		return 0;   /* another upstream's objects stay for their own daemon */
 	struct cache_object *o = object_new(r->id, r->fh, r->fh_len);
 	if (r->mtime_ns != -1) {
@@ -253,7 +221,7 @@ static int load_one(const struct index_record *r, void *ctx)
 	}
 	if (o->dirty.count) {
 		/* written back once the upstream file is shown unchanged since */
-		o->wb_recover = 1;
+		o->wb_recover = CACHE_RECOVER_PENDING;
 		o->wb_cred.flavor = RPC_AUTH_SYS;
 		o->wb_cred.uid = r->wb_uid;
 		o->wb_cred.gid = r->wb_gid;
@@ -265,7 +233,7 @@ static int load_one(const struct index_record *r, void *ctx)
 		if (end > o->local_size)
 			o->local_size = end;
 		o->local_mtime_ns = o->coh.mtime_ns;
-		o->dirty_since = ev_now(C.loop);
+		o->dirty_since = ev_now(cache_state.loop);
 		dirty_changed(o, 0);
 	}
 	o->recorded_ranges = r->nranges;
@@ -273,105 +241,45 @@ static int load_one(const struct index_record *r, void *ctx)
 	return 0;
 }
 
-int cache_init(struct ev_loop *loop, const struct cache_config *cfg, const char *volume)
+/* Load the index into the object table (cache_init).  0, or index_load's -EIO. */
+int persist_load(void)
 {
-	char lock_path[4200];
-	int reset = 0, rc;
-
-	memset(&C, 0, sizeof(C));
-	C.loop = loop;
-	C.cfg = cfg;
-	C.next_id = 1;
-	C.lock_fd = -1;
-	list_init(&C.dirty);
-	list_init(&C.open_fds);
-	list_init(&C.wb_list);
-	if ((rc = backing_init(cfg->dir)) != 0)
-		goto fail;
-	/* one daemon per cache directory: another would reset an index it
-	 * finds locked, and the two would write the same backing files */
-	snprintf(lock_path, sizeof(lock_path), "%s/lock", cfg->dir);
-	C.lock_fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (C.lock_fd < 0 || flock(C.lock_fd, LOCK_EX | LOCK_NB) != 0) {
-		rc = errno == EWOULDBLOCK ? -EBUSY : -errno;
-		log_error("cache: %s is in use by another nfscached", cfg->dir);
-		goto fail;
-	}
-	C.index = index_open(cfg->dir, &reset);
-	if (!C.index) {
-		rc = -EIO;
-		goto fail;
-	}
-	C.volume = xstrdup(volume);
-	table_grow();
-	if (reset) {
-		log_warning("cache: index in %s was unusable: starting with an empty cache",
-			    cfg->dir);
-		if ((rc = backing_retire_all(cfg->dir)) != 0)
-			log_error("cache: cannot move the old backing files of %s away: %s",
-				  cfg->dir, strerror(-rc));
-	}
-	if (!reset && index_load(C.index, load_one, NULL) != 0)
-		log_warning("cache: index in %s could not be read fully: using what was read",
-			    cfg->dir);
-	uint64_t max_id = index_max_id(C.index);
-	if (max_id >= C.next_id)
-		C.next_id = max_id + 1;
-	C.max_id_at_start = C.next_id - 1;
-	C.workers = worker_pool_new(loop, 2);
-	if (!C.workers) {
-		rc = -EAGAIN;
-		goto fail;
-	}
-	space_init();
-	space_reconcile();   /* in the background: the graveyard, orphans */
-	ev_timer_init(&C.commit_timer, commit_timer_cb, COMMIT_INTERVAL_S, COMMIT_INTERVAL_S);
-	ev_timer_start(loop, &C.commit_timer);
-	ev_unref(loop);   /* the batch timer alone does not keep the loop running */
-	log_info("cache: %s: %zu objects, %llu bytes", cfg->dir, C.count,
-		 (unsigned long long)stats.cache_bytes);
-	return 0;
-
-fail:
-	objects_free();
-	index_close(C.index);
-	if (C.lock_fd >= 0)
-		close(C.lock_fd);
-	free(C.volume);
-	memset(&C, 0, sizeof(C));
-	stats.cache_objects = stats.cache_bytes = 0;
-	return rc;
+	return index_load(cache_state.index, load_one, NULL);
 }
 
-void cache_finalise(void)
+/* The batch every BATCH_INTERVAL_S. */
+void persist_start(void)
 {
-	if (!C.workers)
-		return;
-	ev_ref(C.loop);
-	ev_timer_stop(C.loop, &C.commit_timer);
-	space_finalise();
-	/* the last batch: wait for a running one, then write what is left */
-	worker_pool_free(C.workers);
-	C.workers = worker_pool_new(C.loop, 1);
-	C.commit_running = 0;
-	C.commit_again = 0;
+	ev_timer_init(&cache_state.batch_timer, batch_timer_cb, BATCH_INTERVAL_S, BATCH_INTERVAL_S);
+	ev_timer_start(cache_state.loop, &cache_state.batch_timer);
+	ev_unref(cache_state.loop);   /* the batch timer alone does not keep the loop running */
+}
+
+void persist_stop(void)
+{
+	ev_ref(cache_state.loop);
+	ev_timer_stop(cache_state.loop, &cache_state.batch_timer);
+}
+
+/* The last batch of a clean stop (its worker pool runs it to the end). */
+void persist_last_batch(void)
+{
+	index_lease_reset();
 	/* a clean stop: every write is in the last batch */
-	for (size_t i = 0; i < C.nbuckets; i++)
-		for (struct cache_object *o = C.buckets[i]; o; o = o->hash_next)
-			if (o->wopen) {
-				o->wopen = 0;
-				mark_dirty(o);
+	for (size_t i = 0; i < cache_state.nbuckets; i++)
+		for (struct cache_object *o = cache_state.buckets[i]; o; o = o->hash_next)
+			if (o->wopen != CACHE_WOPEN_NONE) {
+				o->wopen = CACHE_WOPEN_NONE;
+				persist_mark(o);
 			}
-	commit_start();
-	worker_pool_free(C.workers);
-	C.workers = NULL;
-	index_close(C.index);
-	objects_free();
-	free(C.volume);
-	for (size_t i = 0; i < C.n_sync_fds; i++)
-		close(C.sync_fds[i]);
-	free(C.sync_fds);
-	free(C.deletes);
-	close(C.lock_fd);
-	memset(&C, 0, sizeof(C));
+	batch_start();
+}
+
+/* Close the backing files still waiting for a batch, free the queues. */
+void persist_free(void)
+{
+	for (size_t i = 0; i < cache_state.sync_fds.n; i++)
+		close(cache_state.sync_fds.v[i]);
+	ARRAY_FREE(&cache_state.sync_fds);
+	ARRAY_FREE(&cache_state.deletes);
 }

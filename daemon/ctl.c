@@ -159,7 +159,7 @@ static void ctl_start_cull(struct ctl_client *c, int argc, char **argv)
 		ctl_reply_error(c, "the cache is off: nothing to cull");
 		return;
 	}
-	if (cache_cull_now(ctl_cull_done, c) == 0) {
+	if (cache_cull_now(ctl_cull_done, c) < 0) {
 		struct cache_space sp;
 		cache_space(&sp);
 		sp.run_objects = sp.run_bytes = 0;   /* above brun/frun: nothing to do */

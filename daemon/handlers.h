@@ -71,8 +71,8 @@ void nfsd_remove_free(struct nfsd_call *call);
  * cache.acregmax: returns 1 when the caller must wait — in `w` for the
  * GETATTR already in flight (woken by cache_wake), or for the one sent now
  * with `cred` (`args` must live until `done(priv, ...)`, which clears
- * o->getattr_busy; `*seq` is the change sequence it was sent at); 0 when
- * they are fresh.
+ * o->getattr_busy and cache_unpin()s `o`; `*seq` is the change sequence
+ * it was sent at); 0 when they are fresh.
  */
 struct cache_object;
 struct cache_waiter;

@@ -101,6 +101,7 @@ int nfsd_revalidate(struct cache_object *o, const nfs_fh3 *fh, const struct rpc_
 		return 1;
 	}
 	o->getattr_busy = 1;
+	cache_pin(o);   /* until its callback clears getattr_busy */
 	*seq = cache_seq();
 	args->object = *fh;
 	upstream_call(nfsd.upstream, proc_nfs3(NFS3PROC_GETATTR), args, cred, done, priv);

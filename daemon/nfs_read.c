@@ -66,7 +66,7 @@ static void read_try(struct read_op *op);
 
 static void op_free(struct read_op *op)
 {
-	op->o->busy--;
+	cache_unpin(op->o);
 	free(op);
 }
 
@@ -117,7 +117,7 @@ static int pages_uptodate(const struct cache_object *o, uint64_t start, uint64_t
 	uint64_t pg = cache_config()->page_size;
 
 	for (uint64_t p = start / pg; p * pg < end; p++)
-		if (!extent_set_page_uptodate(&o->valid, p, pg, cache_size(o)))
+		if (!extent_set_page_uptodate(&o->valid, p, pg, cache_client_size(o)))
 			return 0;
 	return 1;
 }
@@ -142,7 +142,7 @@ static void local_reply(struct local_read *lr)
 	res.READ3res_u.resok.file_attributes.post_op_attr_u.attributes = o->attrs;
 	cache_patch_attrs(o, &res.READ3res_u.resok.file_attributes.post_op_attr_u.attributes);
 	res.READ3res_u.resok.count = n;
-	res.READ3res_u.resok.eof = lr->end >= cache_size(o);
+	res.READ3res_u.resok.eof = lr->end >= cache_client_size(o);
 	res.READ3res_u.resok.data.data_len = n;
 	res.READ3res_u.resok.data.data_val = lr->buf;
 	struct stats_export_counts *xs = export_stats(o);
@@ -183,7 +183,7 @@ static int serve_local(struct read_op *op)
 {
 	READ3args *a = op->call->args;
 	struct cache_object *o = op->o;
-	uint64_t size = cache_size(o);
+	uint64_t size = cache_client_size(o);
 	uint64_t start = a->offset, end = a->offset + a->count;
 
 	if (end > size)
@@ -207,10 +207,8 @@ static int serve_local(struct read_op *op)
 		local_reply(lr);
 		return 1;
 	}
-	if (rc == -EAGAIN) {
-		cache_read_async(o, start, lr->buf, n, local_read_done, lr);
+	if (rc == -EAGAIN && cache_read_async(o, start, lr->buf, n, local_read_done, lr) == 0)
 		return 1;
-	}
 	free(lr->buf);
 	free(lr);
 	return 0;   /* lost behind our back: fetched again */
@@ -235,7 +233,7 @@ static void fetch_start(struct cache_object *o, uint64_t start, uint32_t len,
 	f->args.offset = start;
 	f->args.count = len;
 	list_add_tail(&fetches, &f->link);
-	o->busy++;
+	cache_pin(o);
 	if (!op)
 		readahead_in_flight++;
 	upstream_call(nfsd.upstream, proc_nfs3(NFS3PROC_READ), &f->args, cred, fetch_done, f);
@@ -249,8 +247,8 @@ static void readahead(struct cache_object *o, uint64_t from, const struct rpc_cr
 
 	if (!cache_storing())
 		return;   /* nothing fetched ahead could be kept */
-	if (o->coh.known && limit > (cache_size(o) + pg - 1) / pg * pg)
-		limit = (cache_size(o) + pg - 1) / pg * pg;
+	if (o->coh.known && limit > (cache_client_size(o) + pg - 1) / pg * pg)
+		limit = (cache_client_size(o) + pg - 1) / pg * pg;
 	if (o->readahead_end < from)
 		o->readahead_end = from;
 	while (o->readahead_end < limit && readahead_in_flight < READAHEAD_MAX_FETCHES) {
@@ -313,8 +311,8 @@ static void store_zeros_past_eof(struct cache_object *o, const struct fetch *f, 
 {
 	uint64_t from = f->start + got, to = f->start + f->len;
 
-	if (to > cache_size(o))
-		to = cache_size(o);
+	if (to > cache_client_size(o))
+		to = cache_client_size(o);
 	if (from >= to)
 		return;
 	char *zeros = xcalloc(1, (size_t)(to - from));
@@ -329,7 +327,7 @@ static void fetch_done(void *priv, enum upstream_status st, void *res)
 	READ3res *r = res;
 
 	list_del(&f->link);
-	o->busy--;
+	cache_unpin(o);
 	if (!f->op)
 		readahead_in_flight--;
 	if (st == UPSTREAM_OK && r->status == NFS3_OK) {
@@ -340,14 +338,14 @@ static void fetch_done(void *priv, enum upstream_status st, void *res)
 		stats.cache_read_bytes_upstream += n;
 		export_stats(o)->cache_read_bytes_upstream += n;
 		cache_store(o, f->start, ok->data.data_val, n, f->seq);
-		if (ok->eof && cache_has_dirty(o))
+		if (ok->eof && cache_has_uncommitted(o))
 			store_zeros_past_eof(o, f, n);
 		cache_access_record(o, &f->cred, ACCESS3_READ_BIT, ACCESS3_READ_BIT);
 	}
 	if (f->op) {
 		struct read_op *op = f->op;
 		struct nfsd_call *call = op->call;
-		if (st == UPSTREAM_OK && r->status == NFS3_OK && cache_has_dirty(o)) {
+		if (st == UPSTREAM_OK && r->status == NFS3_OK && cache_has_uncommitted(o)) {
 			/* local bytes are newer than the upstream's: answered from the
 			 * cache, which now holds the rest — or, when our own write-back
 			 * keeps outdating what is fetched, once the upstream has them */
@@ -390,6 +388,7 @@ static void getattr_done(void *priv, enum upstream_status st, void *res)
 	struct cache_object *o = op->o;
 
 	o->getattr_busy = 0;
+	cache_unpin(o);
 	if (st == UPSTREAM_OK && r->status == NFS3_OK)
 		cache_attrs_update(o, &r->GETATTR3res_u.resok.obj_attributes, op->seq);
 	if (cache_attrs_fresh(o))
@@ -439,7 +438,7 @@ static void read_try(struct read_op *op)
 
 	if (fe - fs > nfsd.max_payload)
 		fe = fs + nfsd.max_payload;   /* the rest is a short read: legal */
-	uint64_t size = cache_size(o);
+	uint64_t size = cache_client_size(o);
 	if (extent_set_covers(&o->valid, a->offset, end < size ? end : size) || a->offset >= size) {
 		if (!cache_access_granted(o, cred, ACCESS3_READ_BIT)) {
 			op->seq = cache_seq();
@@ -516,7 +515,7 @@ void nfsd_proc_read(struct nfsd_call *call)
 	op->o = o;
 	op->sequential = a->offset == o->next_offset && a->offset != 0;
 	o->next_offset = a->offset + a->count;
-	op->o->busy++;
+	cache_pin(op->o);
 	op->waiter.wake = op_wake;
 	read_try(op);
 }

@@ -77,14 +77,14 @@ static struct write_op *op_new(struct nfsd_call *call, struct cache_object *o)
 	op->call = call;
 	op->o = o;
 	if (o)
-		o->busy++;
+		cache_pin(o);
 	return op;
 }
 
 static void op_free(struct write_op *op)
 {
 	if (op->o)
-		op->o->busy--;
+		cache_unpin(op->o);
 	free(op);
 }
 
@@ -106,7 +106,7 @@ static void change_begins(struct nfsd_call *call, const nfs_fh3 *fh)
 	struct cache_object *o = nfsd_cache_object(fh);
 
 	if (o) {
-		o->changes_in_flight++;
+		cache_change_begin(o);
 		call->held = o;
 	}
 }
@@ -114,7 +114,7 @@ static void change_begins(struct nfsd_call *call, const nfs_fh3 *fh)
 void nfsd_change_free(struct nfsd_call *call)
 {
 	if (call->held)
-		call->held->changes_in_flight--;
+		cache_change_end(call->held);
 }
 
 /* A WRITE that went upstream: its bytes become valid (write-through); in
@@ -208,6 +208,7 @@ static void write_getattr_done(void *priv, enum upstream_status st, void *res)
 	struct cache_object *o = op->o;
 
 	o->getattr_busy = 0;
+	cache_unpin(o);
 	if (st == UPSTREAM_OK && r->status == NFS3_OK)
 		cache_attrs_update(o, &r->GETATTR3res_u.resok.obj_attributes, op->seq);
 	if (st == UPSTREAM_TIMEOUT)
@@ -245,7 +246,7 @@ static void write_first_access_done(void *priv, enum upstream_status st, void *r
 							   a->file.data.data_len);
 			nfsd_access_snoop(o, &op->call->cred, op->args.access.access, r, op->seq);
 			op->o = o;
-			o->busy++;
+			cache_pin(o);
 			write_try(op);
 			return;
 		}
@@ -288,7 +289,7 @@ static void write_try(struct write_op *op)
 			    write_getattr_done, op))
 		return;
 	uint64_t end = a->offset + a->count;
-	uint32_t need = ACCESS3_MODIFY_BIT | (end > cache_size(o) ? ACCESS3_EXTEND_BIT : 0);
+	uint32_t need = ACCESS3_MODIFY_BIT | (end > cache_client_size(o) ? ACCESS3_EXTEND_BIT : 0);
 	if (!cache_access_granted(o, cred, need)) {
 		if (op->access_asked) {
 			forward_flushed(op);   /* not granted: the upstream gives the error */
@@ -302,13 +303,13 @@ static void write_try(struct write_op *op)
 			      write_access_done, op);
 		return;
 	}
-	if (cache_has_dirty(o) && !cred_same(&o->wb_cred, cred)) {
+	if (cache_has_uncommitted(o) && !cred_same(&o->wb_cred, cred)) {
 		/* another writer's dirty data goes first, with its credential */
 		op->wbw.done = retry_after_flush;
 		if (writeback_flush(o, &op->wbw) == 0)
 			return;
 	}
-	if (a->offset > cache_size(o) + CACHE_WRITE_GAP_MAX) {
+	if (a->offset > cache_client_size(o) + CACHE_WRITE_GAP_MAX) {
 		forward_flushed(op);   /* a far hole: not filled with zeros here */
 		return;
 	}
@@ -316,7 +317,7 @@ static void write_try(struct write_op *op)
 		op_jukebox(op);   /* no room for its dirty bytes: the client retries */
 		return;
 	}
-	if (!cache_write_ready(o, &op->waiter) || writeback_throttle(a->count, &op->waiter))
+	if (cache_write_must_wait(o, &op->waiter) || writeback_throttle(a->count, &op->waiter))
 		return;   /* op_wake() tries again */
 	wcc_attr pre;
 	fattr3 before = o->attrs;
@@ -338,7 +339,7 @@ void nfsd_proc_write(struct nfsd_call *call)
 
 	if (!writeback_mode()) {
 		/* dirty data from before a restart in write-back mode goes first */
-		if (o && cache_has_dirty(o))
+		if (o && cache_has_uncommitted(o))
 			forward_flushed(op_new(call, o));
 		else
 			write_send(call);
@@ -497,7 +498,7 @@ void nfsd_proc_setattr(struct nfsd_call *call)
 {
 	struct cache_object *o = nfsd_cache_object(&((SETATTR3args *)call->args)->object);
 
-	if (!o || !cache_has_dirty(o)) {
+	if (!o || !cache_has_uncommitted(o)) {
 		setattr_send(call);
 		return;
 	}
@@ -514,7 +515,7 @@ void nfsd_proc_setattr(struct nfsd_call *call)
 void nfsd_remove_free(struct nfsd_call *call)
 {
 	if (call->held)
-		call->held->busy--;
+		cache_unpin(call->held);
 }
 
 static void remove_fixup(struct nfsd_call *call, void *res)
@@ -541,10 +542,10 @@ static void remove_lookup_done(void *priv, enum upstream_status st, void *res)
 	if (st == UPSTREAM_OK && r->status == NFS3_OK) {
 		LOOKUP3resok *ok = &r->LOOKUP3res_u.resok;
 		struct cache_object *o = nfsd_cache_object(&ok->object);
-		if (o && cache_has_dirty(o) && ok->obj_attributes.attributes_follow &&
+		if (o && cache_has_uncommitted(o) && ok->obj_attributes.attributes_follow &&
 		    ok->obj_attributes.post_op_attr_u.attributes.nlink <= 1) {
 			call->held = o;
-			o->busy++;   /* held until the call is freed: nfsd_remove_free */
+			cache_pin(o);   /* held until the call is freed: nfsd_remove_free */
 		}
 	}
 	op_free(op);
@@ -555,7 +556,7 @@ void nfsd_proc_remove(struct nfsd_call *call)
 {
 	REMOVE3args *a = call->args;
 
-	if (!writeback_mode() || list_empty(cache_dirty_list())) {
+	if (!writeback_mode() || list_empty(cache_uncommitted_list())) {
 		nfsd_forward_with(call, NULL);
 		return;
 	}

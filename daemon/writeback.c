@@ -133,7 +133,7 @@ static void waiters_check(struct cache_object *o, int status)
 		struct writeback_waiter *w = list_entry(pos, struct writeback_waiter, link);
 		if (w->o != o)
 			continue;
-		if (w->need <= o->wb_done || (!o->wb && !cache_has_dirty(o))) {
+		if (w->need <= o->wb_done || (!o->wb && !cache_has_uncommitted(o))) {
 			list_del(&w->link);
 			list_add_tail(&ready, &w->link);
 		}
@@ -217,12 +217,13 @@ static void pass_finish(struct wb_pass *p, int status)
 		}
 	}
 	o->wb = NULL;
+	cache_unpin(o);
 	o->wb_done++;
 	list_del(&p->link);
 	free(p->ranges);
 	free(p);
 	waiters_check(o, status);
-	if (waited_for(o) && cache_has_dirty(o) && !o->wb && !o->wb_recover && status >= 0)
+	if (waited_for(o) && cache_has_uncommitted(o) && !o->wb && !o->wb_recover && status >= 0)
 		pass_start(o);   /* bytes written since this pass began are waited for */
 	throttled_wake();
 	pump_all();
@@ -320,7 +321,7 @@ static void chunk_write_done(void *priv, enum upstream_status st, void *res)
 	struct cache_object *o = p->o;
 	WRITE3res *r = res;
 
-	o->changes_in_flight--;
+	cache_change_end(o);
 	if (st == UPSTREAM_TIMEOUT || (st == UPSTREAM_OK && r->status == NFS3ERR_JUKEBOX)) {
 		p->transient = 1;
 	} else if (st != UPSTREAM_OK) {
@@ -362,10 +363,10 @@ static void chunk_send(struct wb_chunk *c)
 	c->args.stable = UNSTABLE;
 	c->args.data.data_len = c->len - c->sent;
 	c->args.data.data_val = c->buf + c->sent;
-	o->changes_in_flight++;
+	cache_change_begin(o);
 	if (upstream_call(nfsd.upstream, proc_nfs3(NFS3PROC_WRITE), &c->args, &p->cred,
 			  chunk_write_done, c) != 0) {
-		o->changes_in_flight--;
+		cache_change_end(o);
 		p->transient = 1;
 		chunk_end(c);
 	}
@@ -410,7 +411,14 @@ static void pass_pump(struct wb_pass *p)
 			p->pos = p->ranges[2 * p->cur];
 		p->in_flight++;
 		W.in_flight++;
-		cache_read_backing_async(p->o, c->offset, c->buf, c->len, chunk_read_done, c);
+		if (cache_read_backing_async(p->o, c->offset, c->buf, c->len, chunk_read_done,
+					     c) != 0) {
+			p->transient = 1;   /* the cache is closing: the bytes stay dirty */
+			p->in_flight--;
+			W.in_flight--;
+			free(c->buf);
+			free(c);
+		}
 	}
 	if ((p->cur == p->n || p->error || p->transient) && p->in_flight == 0 && !p->commit.file.data.data_len)
 		pass_writes_done(p);
@@ -427,6 +435,7 @@ static void pass_start(struct cache_object *o)
 	p->n = n;
 	p->pos = n ? p->ranges[0] : 0;
 	o->wb = p;
+	cache_pin(o);   /* until pass_finish() */
 	o->wb_started++;
 	list_add_tail(&W.passes, &p->link);
 	pass_pump(p);
@@ -443,17 +452,17 @@ static void recover_done(void *priv, enum upstream_status st, void *res)
 	if (st == UPSTREAM_OK && r->status == NFS3_OK) {
 		cache_attrs_update(o, &r->GETATTR3res_u.resok.obj_attributes, g->seq);
 	} else if (st == UPSTREAM_OK && r->status != NFS3ERR_JUKEBOX && o->wb_recover) {
-		o->wb_recover = 0;
+		o->wb_recover = CACHE_RECOVER_NONE;
 		log_warning("writeback: object %llu: gone upstream (NFS status %d): "
 			    "%llu dirty bytes from before the restart discarded",
 			    (unsigned long long)o->id, r->status,
 			    (unsigned long long)cache_dirty_drop(o, 0, UINT64_MAX));
 	}
-	if (o->wb_recover == 2)
-		o->wb_recover = 1;   /* no answer: asked again on a later tick */
+	if (o->wb_recover == CACHE_RECOVER_GETATTR)
+		o->wb_recover = CACHE_RECOVER_PENDING;   /* no answer: asked again on a later tick */
 	free(g);
 	waiters_check(o, 0);
-	if (!o->wb_recover && cache_has_dirty(o) && !o->wb)
+	if (!o->wb_recover && cache_has_uncommitted(o) && !o->wb)
 		pass_start(o);
 }
 
@@ -464,10 +473,10 @@ static void recover_start(struct cache_object *o)
 	g->seq = cache_seq();
 	g->args.object.data.data_len = o->fh_len;
 	g->args.object.data.data_val = (char *)o->fh;
-	o->wb_recover = 2;
+	o->wb_recover = CACHE_RECOVER_GETATTR;
 	if (upstream_call(nfsd.upstream, proc_nfs3(NFS3PROC_GETATTR), &g->args, &o->wb_cred,
 			  recover_done, g) != 0) {
-		o->wb_recover = 1;
+		o->wb_recover = CACHE_RECOVER_PENDING;
 		free(g);
 	}
 }
@@ -476,7 +485,7 @@ static void recover_start(struct cache_object *o)
 
 static void tick_cb(struct ev_loop *loop, ev_timer *t, int revents)
 {
-	struct list_node *head = cache_dirty_list(), *pos, *tmp;
+	struct list_node *head = cache_uncommitted_list(), *pos, *tmp;
 	ev_tstamp now = ev_now(loop);
 	double expire_s = (double)cfg()->cache.dirty_expire_ms / 1000.0;
 	int pressure = stats.cache_dirty_bytes >= cfg()->cache.max_dirty / 2;
@@ -485,7 +494,7 @@ static void tick_cb(struct ev_loop *loop, ev_timer *t, int revents)
 	(void)revents;
 	list_for_each_safe(pos, tmp, head) {
 		struct cache_object *o = list_entry(pos, struct cache_object, wb_link);
-		if (o->wb_recover == 1 && nfsd.upstream)
+		if (o->wb_recover == CACHE_RECOVER_PENDING && nfsd.upstream)
 			recover_start(o);
 		if (o->wb || o->wb_recover || o->dirty.count == 0)
 			continue;
@@ -510,7 +519,7 @@ int writeback_throttle(uint32_t len, struct cache_waiter *w)
 
 int writeback_flush(struct cache_object *o, struct writeback_waiter *w)
 {
-	if (!cache_has_dirty(o) && !o->wb)
+	if (!cache_has_uncommitted(o) && !o->wb)
 		return 1;
 	w->o = o;
 	/* a running pass does not hold the bytes dirtied since it started */
@@ -551,7 +560,7 @@ static void flush_all_one(struct writeback_waiter *w, int status)
 
 int writeback_flush_all(void (*done)(void *arg, int status), void *arg)
 {
-	struct list_node *head = cache_dirty_list(), *pos, *tmp;
+	struct list_node *head = cache_uncommitted_list(), *pos, *tmp;
 	struct flush_all *fa = xcalloc(1, sizeof(*fa));
 	fa->done = done;
 	fa->arg = arg;

@@ -8,13 +8,16 @@
  * dirty and sent bytes, a write-back pass settled each of the three ways,
  * dropping and truncating dirty bytes, dirty ranges and the writer's
  * credential surviving a clean restart (kept or discarded by the first
- * attributes), and the "written to" mark: cache_write_ready() waits for
+ * attributes), and the "written to" mark: cache_write_must_wait() waits for
  * its batch, and after a crash (a child that _exit()s without
  * cache_finalise) only recorded dirty ranges of a marked object are
- * trusted.
+ * trusted; culling and the start-up reconciliation; a pinned object is
+ * never culled (cache_pin); batches and culling steps take turns with the
+ * index (the lease).
  *
- * Includes cache_int.h to reach the module's state (C) and commit_start();
- * cache.c, dirty.c, persist.c and the other modules are linked.
+ * Includes cache_int.h to reach the module's state (cache_state), the
+ * lease and batch_start(); cache.c, dirty.c, persist.c and the other
+ * modules are linked.
  */
 #include "config.h"
 
@@ -112,7 +115,7 @@ static double wait_batch(void)
 {
 	double waited = 0;
 
-	while (C.commit_running || !list_empty(&C.dirty)) {
+	while (index_lease_holder() != INDEX_FREE || !list_empty(&cache_state.persist_queue)) {
 		if (waited > WAIT_MAX_S)
 			return -1;
 		run_for(0.05);
@@ -140,7 +143,7 @@ static int cache_open_here(void)
 	int rc = cache_init(lp, &cfg, VOLUME);
 	/* the start-up reconciliation holds the index for a moment: the
 	 * batches the tests start must not wait for it */
-	while (rc == 0 && C.commit_running)
+	while (rc == 0 && index_lease_holder() != INDEX_FREE)
 		ev_run(lp, EVRUN_ONCE);
 	return rc;
 }
@@ -285,7 +288,7 @@ static int on_dirty_list(const struct cache_object *o)
 {
 	struct list_node *pos, *tmp;
 
-	list_for_each_safe(pos, tmp, cache_dirty_list())
+	list_for_each_safe(pos, tmp, cache_uncommitted_list())
 		if (list_entry(pos, struct cache_object, wb_link) == o)
 			return 1;
 	return 0;
@@ -296,7 +299,7 @@ static size_t dirty_list_length(void)
 	struct list_node *pos, *tmp;
 	size_t n = 0;
 
-	list_for_each_safe(pos, tmp, cache_dirty_list())
+	list_for_each_safe(pos, tmp, cache_uncommitted_list())
 		n++;
 	return n;
 }
@@ -319,23 +322,23 @@ static void test_write_extends(void)
 	fattr3 up = upstream_attrs(10, UPSTREAM_MTIME_S, 11), a = up;
 
 	is_int(fetched(o, 0, 10, 'u', cache_seq()), 0, "the upstream's 10 bytes stored");
-	is_int(cache_has_dirty(o), 0, "clean before the write");
+	is_int(cache_has_uncommitted(o), 0, "clean before the write");
 	cache_patch_attrs(o, &a);
 	ok(a.size == 10 && a.used == 10 && ns_of(&a.mtime) == ns_of(&up.mtime) &&
 	   ns_of(&a.ctime) == ns_of(&up.ctime), "clean: cache_patch_attrs leaves the attributes alone");
 	waiter_init(&w);
-	is_int(cache_write_ready(o, &w.w), 1, "nothing recorded yet: local writes may go at once");
+	is_int(!cache_write_must_wait(o, &w.w), 1, "nothing recorded yet: local writes may go at once");
 	is_int(written(o, 10, 10, 'w'), 0, "cache_write_local 10 bytes at 10");
 	is_set(&o->valid, "[0,20)", "valid");
 	is_set(&o->dirty, "[10,20)", "dirty");
 	is_set(&o->commit, "", "commit set");
-	is_int(cache_has_dirty(o), 1, "cache_has_dirty");
-	is_int(cache_size(o), 20, "cache_size() is the local size");
+	is_int(cache_has_uncommitted(o), 1, "cache_has_uncommitted");
+	is_int(cache_client_size(o), 20, "cache_client_size() is the local size");
 	is_int(o->coh.size, 10, "the coherency data still say the upstream's 10");
 	is_int(stats.cache_dirty_bytes, 10, "cache.dirty.bytes");
 	is_int(stats.cache_write_bytes, 10, "cache.write.bytes");
 	is_int(stats.cache_bytes, 20, "cache.bytes");
-	ok(on_dirty_list(o) && dirty_list_length() == 1, "the object is on cache_dirty_list()");
+	ok(on_dirty_list(o) && dirty_list_length() == 1, "the object is on cache_uncommitted_list()");
 	ok(memcmp(&o->wb_cred, &writer, sizeof(writer)) == 0, "the writer's credential is kept");
 	cache_patch_attrs(o, &a);
 	is_int(a.size, 20, "cache_patch_attrs: size 20");
@@ -369,7 +372,7 @@ static void test_write_gap(void)
 	is_int(written(o, 100, 10, 'w'), 0, "cache_write_local 10 bytes at 100");
 	is_set(&o->valid, "[0,110)", "valid: the gap 20..100 included");
 	is_set(&o->dirty, "[100,110)", "dirty: only the written bytes");
-	is_int(cache_size(o), 110, "cache_size()");
+	is_int(cache_client_size(o), 110, "cache_client_size()");
 	is_int(stats.cache_dirty_bytes, 10, "cache.dirty.bytes");
 	is_int(stats.cache_write_bytes, 10, "cache.write.bytes: the zeros are not written bytes");
 	is_int(stats.cache_bytes, 110, "cache.bytes");
@@ -381,7 +384,7 @@ static void test_write_gap(void)
 	is_set(&o->valid, "[0,210)", "valid: the gap 110..200 included");
 	is_set(&o->dirty, "[100,110) [200,210)", "dirty");
 	is_int(holds(o, 110, 90, 0), 0, "the second gap reads as zeros");
-	is_int(cache_size(o), 210, "cache_size()");
+	is_int(cache_client_size(o), 210, "cache_client_size()");
 	is_int(stats.cache_dirty_bytes, 20, "cache.dirty.bytes");
 	teardown();
 }
@@ -399,7 +402,7 @@ static void test_ranges_in_page(void)
 	is_set(&o->dirty, "[100,110) [300,310)", "two dirty ranges, not widened to one");
 	is_set(&o->valid, "[100,110) [300,310)", "valid: the same two ranges");
 	is_int(stats.cache_dirty_bytes, 20, "cache.dirty.bytes");
-	is_int(cache_size(o), 4096, "cache_size(): the upstream's, not extended");
+	is_int(cache_client_size(o), 4096, "cache_client_size(): the upstream's, not extended");
 	is_int(written(o, 110, 10, 'c'), 0, "write 110..120 (touching at the end)");
 	is_set(&o->dirty, "[100,120) [300,310)", "merged with the range it touches");
 	is_int(written(o, 90, 10, 'd'), 0, "write 90..100 (touching at the start)");
@@ -507,8 +510,8 @@ static void test_pass(void)
 	is_set(&o->dirty, "", "dirty: empty");
 	is_set(&o->commit, "[100,110) [300,310)", "commit set");
 	is_int(stats.cache_dirty_bytes, 20, "cache.dirty.bytes unchanged");
-	ok(cache_has_dirty(o) && on_dirty_list(o), "still has dirty data, still listed");
-	is_int(cache_size(o), 4096, "cache_size()");
+	ok(cache_has_uncommitted(o) && on_dirty_list(o), "still has dirty data, still listed");
+	is_int(cache_client_size(o), 4096, "cache_client_size()");
 	is_int(written(o, 105, 3, 'c'), 0, "a write during the pass: 105..108");
 	is_set(&o->dirty, "[105,108)", "dirty again");
 	is_set(&o->commit, "[100,110) [300,310)", "commit set unchanged");
@@ -527,7 +530,7 @@ static void test_pass(void)
 	ok(n == 1 && r && r[0] == 105 && r[1] == 108, "the next pass takes (105, 108)");
 	free(r);
 	cache_commit_settle(o, CACHE_COMMITTED);
-	ok(!cache_has_dirty(o) && !on_dirty_list(o), "all committed: clean, off the list");
+	ok(!cache_has_uncommitted(o) && !on_dirty_list(o), "all committed: clean, off the list");
 	is_int(stats.cache_dirty_bytes, 0, "cache.dirty.bytes 0");
 	is_set(&o->valid, "[0,4096)", "valid");
 
@@ -580,20 +583,20 @@ static void test_drop(void)
 	written(o, 100, 10, 'a');
 	written(p, 100, 10, 'b');
 	ok(dirty_list_length() == 2 &&
-	   list_entry(cache_dirty_list()->next, struct cache_object, wb_link) == o,
-	   "cache_dirty_list(): both, in the order they became dirty");
+	   list_entry(cache_uncommitted_list()->next, struct cache_object, wb_link) == o,
+	   "cache_uncommitted_list(): both, in the order they became dirty");
 	free(cache_dirty_take(o, &n));
 	written(o, 300, 10, 'c');
 	is_int(stats.cache_dirty_bytes, 30, "cache.dirty.bytes");
 	is_int(cache_dirty_drop(o, 0, UINT64_MAX), 20, "drop everything of the first: 20 bytes");
-	ok(!cache_has_dirty(o), "no dirty data left");
+	ok(!cache_has_uncommitted(o), "no dirty data left");
 	is_set(&o->dirty, "", "dirty empty");
 	is_set(&o->commit, "", "commit set empty");
 	is_set(&o->valid, "[0,100) [110,300) [310,4096)", "the dropped bytes are not valid");
 	is_int(stats.cache_dirty_bytes, 10, "cache.dirty.bytes: the other object's");
 	is_int(stats.cache_bytes, 2 * 4096 - 20, "cache.bytes");
 	ok(!on_dirty_list(o) && on_dirty_list(p) && dirty_list_length() == 1,
-	   "off cache_dirty_list(), the other one stays");
+	   "off cache_uncommitted_list(), the other one stays");
 	is_int(holds(o, 100, 10, 'a'), -EIO, "dropped bytes no longer read");
 
 	written(p, 200, 10, 'd');
@@ -602,7 +605,7 @@ static void test_drop(void)
 	is_set(&p->valid, "[0,105) [110,200) [205,4096)", "valid");
 	is_int(cache_dirty_drop(p, 0, UINT64_MAX), 10, "drop the rest: 10 bytes");
 	is_int(stats.cache_dirty_bytes, 0, "cache.dirty.bytes back to 0");
-	ok(list_empty(cache_dirty_list()), "cache_dirty_list() empty");
+	ok(list_empty(cache_uncommitted_list()), "cache_uncommitted_list() empty");
 	teardown();
 }
 
@@ -626,7 +629,7 @@ static void test_truncate(void)
 	is_set(&o->dirty, "", "dirty bytes past 200 dropped");
 	is_int(stats.cache_dirty_bytes, 10, "cache.dirty.bytes");
 	is_int(stats.cache_bytes, 200, "cache.bytes");
-	is_int(cache_size(o), 200, "cache_size()");
+	is_int(cache_client_size(o), 200, "cache_client_size()");
 	is_int(backing_size(o), 200, "the backing file is cut too");
 	written(o, 150, 10, 'd');
 	cache_truncate(o, 105);
@@ -634,10 +637,10 @@ static void test_truncate(void)
 	is_set(&o->commit, "[100,105)", "sent range cut at 105");
 	is_set(&o->valid, "[0,105)", "valid");
 	is_int(stats.cache_dirty_bytes, 5, "cache.dirty.bytes");
-	is_int(cache_size(o), 105, "cache_size()");
+	is_int(cache_client_size(o), 105, "cache_client_size()");
 	is_int(holds(o, 100, 5, 'a'), 0, "100..105 still read");
 	cache_commit_settle(o, CACHE_COMMITTED);
-	ok(!cache_has_dirty(o) && list_empty(cache_dirty_list()), "clean after the pass");
+	ok(!cache_has_uncommitted(o) && list_empty(cache_uncommitted_list()), "clean after the pass");
 	teardown();
 }
 
@@ -653,7 +656,7 @@ static void test_persistence(void)
 	fetched(o, 0, 4096, 'f', cache_seq());
 	fetched(p, 0, 4096, 'g', cache_seq());
 	waiter_init(&w);
-	is_int(cache_write_ready(o, &w.w) + cache_write_ready(p, &w.w), 2,
+	is_int(!cache_write_must_wait(o, &w.w) + !cache_write_must_wait(p, &w.w), 2,
 	       "nothing recorded: both may be written at once");
 	written(o, 100, 10, 'a');
 	written(o, 300, 10, 'b');
@@ -661,7 +664,7 @@ static void test_persistence(void)
 	double waited = wait_batch();
 	ok(waited >= 0, "a batch recorded everything (%.2f s)", waited);
 	is_int(o->recorded_ranges, 1, "the index holds the valid range");
-	is_int(o->wopen, 2, "the \"written to\" mark is recorded");
+	is_int(o->wopen, CACHE_WOPEN_RECORDED, "the \"written to\" mark is recorded");
 	is_int(w.woken, 0, "nobody waited");
 	cache_finalise();
 
@@ -676,8 +679,8 @@ static void test_persistence(void)
 	is_set(&o->dirty, "[100,110) [300,310)", "dirty ranges back");
 	is_set(&o->valid, "[0,4096)", "valid: clean stop, everything trusted");
 	is_set(&o->commit, "", "commit set empty");
-	is_int(o->wb_recover, 1, "wb_recover = 1");
-	is_int(o->wopen, 0, "not written to in this life yet");
+	is_int(o->wb_recover, CACHE_RECOVER_PENDING, "wb_recover = 1");
+	is_int(o->wopen, CACHE_WOPEN_NONE, "not written to in this life yet");
 	is_int(o->wb_cred.flavor, RPC_AUTH_SYS, "credential: AUTH_SYS");
 	is_int(o->wb_cred.uid, 1000, "credential: uid");
 	is_int(o->wb_cred.gid, 100, "credential: gid");
@@ -686,24 +689,24 @@ static void test_persistence(void)
 	is_int(stats.cache_dirty_bytes, 30, "cache.dirty.bytes: 20 + 10");
 	is_int(stats.cache_bytes, 2 * 4096, "cache.bytes");
 	ok(dirty_list_length() == 2 && on_dirty_list(o) && on_dirty_list(p), "both listed dirty");
-	is_int(cache_size(o), 4096, "cache_size()");
+	is_int(cache_client_size(o), 4096, "cache_client_size()");
 	is_int(holds(o, 100, 10, 'a'), 0, "the dirty bytes read back");
 	is_int(holds(o, 300, 10, 'b'), 0, "the other dirty range reads back");
 
 	fattr3 same = upstream_attrs(4096, UPSTREAM_MTIME_S, 91);
 	cache_attrs_update(o, &same, cache_seq());
-	is_int(o->wb_recover, 0, "matching attributes: wb_recover 0");
+	is_int(o->wb_recover, CACHE_RECOVER_NONE, "matching attributes: wb_recover 0");
 	is_set(&o->dirty, "[100,110) [300,310)", "matching attributes: dirty data kept");
 	is_set(&o->valid, "[0,4096)", "matching attributes: valid kept");
 	is_int(stats.cache_invalidations, 0, "no invalidation");
 
 	fattr3 other = upstream_attrs(4096, UPSTREAM_MTIME_S + 1, 92);
 	cache_attrs_update(p, &other, cache_seq());
-	is_int(p->wb_recover, 0, "another mtime: wb_recover 0");
-	ok(!cache_has_dirty(p), "another mtime: dirty data discarded");
+	is_int(p->wb_recover, CACHE_RECOVER_NONE, "another mtime: wb_recover 0");
+	ok(!cache_has_uncommitted(p), "another mtime: dirty data discarded");
 	is_set(&p->valid, "", "another mtime: nothing valid");
 	is_int(stats.cache_dirty_bytes, 20, "cache.dirty.bytes: only the first object's");
-	ok(!on_dirty_list(p), "off cache_dirty_list()");
+	ok(!on_dirty_list(p), "off cache_uncommitted_list()");
 	is_int(holds(p, 100, 10, 'c'), -EIO, "the discarded bytes no longer read");
 	is_int(p->coh.mtime_ns, (int64_t)(UPSTREAM_MTIME_S + 1) * 1000000000 + 500,
 	       "the new coherency data taken");
@@ -756,7 +759,7 @@ static int in_crashing_child(void (*child)(struct crash_report *r), struct crash
 		lp = ev_loop_new(EVFLAG_AUTO);   /* not the parent's epoll set */
 		memset(&stats, 0, sizeof(stats));
 		r->init_rc = cache_init(lp, &cfg, VOLUME);
-		while (r->init_rc == 0 && C.commit_running)
+		while (r->init_rc == 0 && index_lease_holder() != INDEX_FREE)
 			ev_run(lp, EVRUN_ONCE);   /* the start-up reconciliation */
 		if (r->init_rc == 0)
 			child(r);
@@ -782,9 +785,9 @@ static void crash_child(struct crash_report *r)
 	waiter_init(&w1);
 	waiter_init(&w2);
 	waiter_init(&w3);
-	r->ready_first = cache_write_ready(a, &w1.w);
+	r->ready_first = !cache_write_must_wait(a, &w1.w);
 	r->woken_in_call = w1.woken;
-	r->ready_second = cache_write_ready(a, &w2.w);
+	r->ready_second = !cache_write_must_wait(a, &w2.w);
 	r->wopen_waiting = a->wopen;
 	r->stage = 2;
 	wait_woken(&w1);
@@ -792,7 +795,7 @@ static void crash_child(struct crash_report *r)
 	r->woken = w1.woken;
 	r->woken2 = w2.woken;
 	r->wopen_recorded = a->wopen;
-	r->ready_after = cache_write_ready(a, &w3.w);
+	r->ready_after = !cache_write_must_wait(a, &w3.w);
 	r->stage = 3;
 	r->write_rc = written(a, 100, 10, 'a');
 	r->batch_ok = wait_batch() >= 0;
@@ -812,14 +815,14 @@ static void test_crash(void)
 	is_int(r->init_rc, 0, "child: cache_init");
 	is_int(r->stage, 4, "child: every step done");
 	is_int(r->recorded_before, 1, "child: a batch recorded the valid range");
-	is_int(r->ready_first, 0, "child: cache_write_ready() 0: the mark is not recorded yet");
-	is_int(r->woken_in_call, 0, "child: wake() not called from inside cache_write_ready()");
+	is_int(r->ready_first, 0, "child: cache_write_must_wait() true: the mark is not recorded yet");
+	is_int(r->woken_in_call, 0, "child: wake() not called from inside cache_write_must_wait()");
 	is_int(r->ready_second, 0, "child: a second call before the batch: 0 too");
-	is_int(r->wopen_waiting, 1, "child: wopen 1 while the mark is on its way");
+	is_int(r->wopen_waiting, CACHE_WOPEN_REQUESTED, "child: wopen 1 while the mark is on its way");
 	is_int(r->woken, 1, "child: the loop ran the batch: wake() called once");
 	is_int(r->woken2, 1, "child: the second waiter woken once too");
-	is_int(r->wopen_recorded, 2, "child: wopen 2: recorded");
-	is_int(r->ready_after, 1, "child: cache_write_ready() now 1");
+	is_int(r->wopen_recorded, CACHE_WOPEN_RECORDED, "child: wopen 2: recorded");
+	is_int(r->ready_after, 1, "child: cache_write_must_wait() now false");
 	is_int(r->woken_after, 0, "child: ... without queueing the waiter");
 	is_int(r->write_rc, 0, "child: write 100..110");
 	is_int(r->batch_ok, 1, "child: a batch recorded it");
@@ -835,7 +838,7 @@ static void test_crash(void)
 	}
 	is_set(&a->valid, "[100,110)", "written-to object: only its recorded dirty range is valid");
 	is_set(&a->dirty, "[100,110)", "written-to object: its recorded dirty range");
-	is_int(a->wb_recover, 1, "wb_recover 1");
+	is_int(a->wb_recover, CACHE_RECOVER_PENDING, "wb_recover 1");
 	is_int(a->wb_cred.uid, 1000, "the writer's uid");
 	is_int(holds(a, 100, 10, 'a'), 0, "the recorded dirty bytes read back");
 	is_int(holds(a, 500, 10, 'z'), -EIO, "the unrecorded write is not trusted");
@@ -857,17 +860,17 @@ static void race_child(struct crash_report *r)
 
 	/* only the batches this test starts */
 	ev_ref(lp);
-	ev_timer_stop(lp, &C.commit_timer);
+	ev_timer_stop(lp, &cache_state.batch_timer);
 	fetched(a, 0, 4096, 'f', cache_seq());
-	commit_start();   /* the batch recording 0..4096 (without the mark) is running */
+	batch_start();   /* the batch recording 0..4096 (without the mark) is running */
 	r->stage = 1;
 	waiter_init(&w);
-	r->ready_first = cache_write_ready(a, &w.w);
+	r->ready_first = !cache_write_must_wait(a, &w.w);
 	if (!r->ready_first && !wait_woken(&w))
 		return;
 	r->stage = 2;
 	r->write_rc = written(a, 100, 10, 'a');
-	while (C.commit_running)
+	while (index_lease_holder() != INDEX_FREE)
 		ev_run(lp, EVRUN_ONCE);
 	r->recorded_before = a->recorded_ranges;
 	r->stage = 3;   /* _exit: a crash before the next batch */
@@ -882,7 +885,7 @@ static void test_write_during_batch(void)
 	int status = in_crashing_child(race_child, r);
 	ok(WIFEXITED(status) && WEXITSTATUS(status) == 0 && r->init_rc == 0 && r->stage == 3,
 	   "the child ran every step and _exit()ed");
-	is_int(r->ready_first, 0, "cache_write_ready() 0 while a batch without the mark runs");
+	is_int(r->ready_first, 0, "cache_write_must_wait() true while a batch without the mark runs");
 	munmap(r, sizeof(*r));
 
 	is_int(cache_open_here(), 0, "cache_init on the crashed cache directory");
@@ -936,12 +939,13 @@ static void test_recover_quiet(void)
 	log_set_level(LOG_LEVEL_ERROR);
 	is_int(cache_open_here(), 0, "cache_init again");
 	o = find("case13");
-	ok(o && o->wb_recover == 1 && o->dirty.bytes == 10, "the dirty range comes back");
+	ok(o && o->wb_recover == CACHE_RECOVER_PENDING && o->dirty.bytes == 10,
+	   "the dirty range comes back");
 	if (o) {
 		fattr3 other = upstream_attrs(4096, UPSTREAM_MTIME_S + 1, 131);
 		cache_attrs_update(o, &other, cache_seq());
-		is_int(o->wb_recover, 0, "wb_recover 0");
-		ok(!cache_has_dirty(o), "the dirty data of the changed file is discarded");
+		is_int(o->wb_recover, CACHE_RECOVER_NONE, "wb_recover 0");
+		ok(!cache_has_uncommitted(o), "the dirty data of the changed file is discarded");
 		is_int(stats.cache_dirty_bytes, 0, "cache.dirty.bytes 0");
 	}
 	log_set_level(LOG_LEVEL_INFO);
@@ -1001,9 +1005,9 @@ static void test_cull(void)
 	is_int(sp.state, CACHE_CACHING, "88 KiB of 100: above bcull, caching");
 	is_int(stats.cache_culled_objects, 0, "nothing culled");
 	is_int(written(o[1], 0, 100, 'W'), 0, "object 1 holds dirty bytes");
-	o[2]->busy++;   /* a call in flight on object 2 */
+	cache_pin(o[2]);   /* a call in flight on object 2 */
 	ok(wait_batch() >= 0, "the objects are in the index");
-	is_int(cache_cull_now(NULL, NULL), 0, "nfscachectl cull above brun: nothing to do");
+	is_int(cache_cull_now(NULL, NULL), -EALREADY, "nfscachectl cull above brun: nothing to do");
 
 	o[22] = object("cull22", 8192, 1422);
 	ids[22] = o[22]->id;
@@ -1048,7 +1052,7 @@ static void test_cull(void)
 	is_int(holds(find("cull04"), 0, 4096, 'a' + 4), 0, "a kept object's bytes read back");
 
 	/* the culled rows left the index */
-	o[2]->busy--;
+	cache_unpin(o[2]);
 	ok(wait_batch() >= 0, "the removals reached the index");
 	cache_finalise();
 	ok(cache_open_here() == 0, "cache_init again");
@@ -1107,7 +1111,7 @@ static void test_reconcile(void)
 	run_for(0.3);   /* the worker deleting files above the largest id */
 	ok(!backing_exists(orphan), "the orphan file above the largest id is deleted");
 	ok(!backing_exists(c_id), "the orphan file below it is deleted");
-	ok(C.next_id > orphan, "no new object takes the orphan's id");
+	ok(cache_state.next_id > orphan, "no new object takes the orphan's id");
 	ok(find("rec-b") == NULL, "the object whose file is missing is removed");
 	ok(find("rec-a") != NULL && backing_exists(a_id), "the other one stays, with its file");
 	is_int(holds(find("rec-a"), 0, 4096, 'a'), 0, "and its bytes");
@@ -1117,6 +1121,98 @@ static void test_reconcile(void)
 	ok(cache_open_here() == 0, "cache_init again");
 	ok(find("rec-b") == NULL, "the row is gone from the index");
 	teardown();
+}
+
+/* ---- 16. pins ------------------------------------------------------- */
+
+static void count_call(void *arg, const struct cache_space *space)
+{
+	(void)space;
+	(*(int *)arg)++;
+}
+
+/* Over max_size (100 KiB, 96 KiB held: below bcull, above bstop) with one
+ * object: the culling run must pass it over while it is pinned. */
+static void test_pin(void)
+{
+	struct cache_space sp;
+	int calls = 0;
+
+	diag("16. a pinned object is never culled; unpinned, it is");
+	setup();
+	struct cache_object *a = object("pin0", 96 * 1024, 1600);
+	is_int(fetched(a, 0, 96 * 1024, 'p', cache_seq()), 0, "96 KiB stored");
+	ok(wait_batch() >= 0, "in the index");
+	cache_pin(a);
+	cache_pin(a);
+	cache_unpin(a);   /* pins count: one is left */
+	cfg.max_size = 100 * 1024;
+	cfg.brun = 12;
+	cfg.bcull = 8;
+	cfg.bstop = 4;
+	cache_space_check();
+	cache_space(&sp);
+	is_int(sp.state, CACHE_CULLING, "below bcull: a culling run");
+	is_int(wait_cull(), 0, "the run ends");
+	ok(find("pin0") == a, "the pinned object is kept");
+	cache_space(&sp);
+	is_int(sp.starved, 1, "nothing could be culled");
+	is_int(stats.cache_culled_objects, 0, "cache.culled.objects 0");
+
+	cache_unpin(a);
+	is_int(cache_cull_now(count_call, &calls), 0, "nfscachectl cull: done() will be called");
+	is_int(calls, 0, "... not from inside cache_cull_now()");
+	for (double waited = 0; calls == 0 && waited < WAIT_MAX_S; waited += 0.05)
+		run_for(0.05);
+	is_int(calls, 1, "done() called once");
+	ok(find("pin0") == NULL, "unpinned, it is culled");
+	is_int(stats.cache_culled_objects, 1, "cache.culled.objects 1");
+	teardown();
+	cfg.max_size = 0;
+	cfg.brun = cfg.bcull = cfg.bstop = 0;
+}
+
+/* ---- 17. the index lease -------------------------------------------- */
+
+static void test_lease(void)
+{
+	struct cache_space sp;
+
+	diag("17. the index lease: a culling step waits for a batch, a batch for a culling step");
+	setup();
+	struct cache_object *a = object("lease0", 96 * 1024, 1700);
+	is_int(fetched(a, 0, 96 * 1024, 'l', cache_seq()), 0, "96 KiB stored");
+	ok(wait_batch() >= 0, "in the index");
+	is_int(index_lease_holder(), INDEX_FREE, "nobody holds the index");
+
+	/* a batch holds the index (its worker job not done yet) */
+	ok(index_lease_take(INDEX_HELD_BATCH), "a batch takes it");
+	cfg.max_size = 100 * 1024;
+	cfg.brun = 12;
+	cfg.bcull = 8;
+	cfg.bstop = 4;
+	cache_space_check();   /* below bcull: the run's first step wants the index */
+	cache_space(&sp);
+	is_int(sp.state, CACHE_CULLING, "a culling run is on");
+	is_int(index_lease_holder(), INDEX_HELD_BATCH,
+	       "... its step does not start while the batch holds it");
+	ok(find("lease0") == a, "... nothing culled");
+	index_lease_release();
+	is_int(index_lease_holder(), INDEX_HELD_CULL, "the batch released it: the culling step took it");
+
+	/* the reverse: a culling step holds it, a batch must wait */
+	struct cache_object *b = object("lease1", 4096, 1701);
+	ok(!list_empty(&cache_state.persist_queue), "a new object for the index");
+	batch_start();
+	is_int(index_lease_holder(), INDEX_HELD_CULL, "a batch does not start while culling holds it");
+	ok(b->persist_queued && cache_state.batch_again, "... it is queued, and asked for");
+	is_int(wait_cull(), 0, "the run ends");
+	ok(find("lease0") == NULL, "the culling step culled the clean object");
+	ok(wait_batch() >= 0, "the batch ran once culling released the index");
+	ok(!b->persist_queued, "... with the new object");
+	teardown();
+	cfg.max_size = 0;
+	cfg.brun = cfg.bcull = cfg.bstop = 0;
 }
 
 int main(void)
@@ -1148,6 +1244,8 @@ int main(void)
 	test_recover_quiet();
 	test_cull();
 	test_reconcile();
+	test_pin();
+	test_lease();
 
 	ev_loop_destroy(lp);
 	return done();
