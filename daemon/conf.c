@@ -69,9 +69,9 @@ static const struct conf_key conf_keys[] = {
 	{ "log", "level", T_ENUM, OFF(log_level), 0, 0, "info", log_names, 0 },
 };
 #define N_KEYS (sizeof(conf_keys) / sizeof(conf_keys[0]))
-_Static_assert(N_KEYS <= CONFIG_MAX_KEYS, "raise CONFIG_MAX_KEYS");
+_Static_assert(N_KEYS <= CONF_MAX_KEYS, "raise CONF_MAX_KEYS");
 
-int config_parse_size(const char *s, uint64_t *bytes)
+int conf_parse_size(const char *s, uint64_t *bytes)
 {
 	char *end;
 	uint64_t mult = 1;
@@ -177,7 +177,7 @@ static int set_value(struct nfsd_config *cfg, const struct conf_key *k, const ch
 		rc = parse_uint(value, &v, "%");
 		break;
 	case T_SIZE:
-		rc = config_parse_size(value, &v);
+		rc = conf_parse_size(value, &v);
 		break;
 	default:
 		abort();
@@ -197,7 +197,7 @@ static int set_value(struct nfsd_config *cfg, const struct conf_key *k, const ch
 	return 0;
 }
 
-void config_defaults(struct nfsd_config *cfg)
+void conf_defaults(struct nfsd_config *cfg)
 {
 	char msg[256];
 
@@ -310,7 +310,7 @@ static int prescan(FILE *f, struct nfsd_config *cfg, char *msg, size_t msglen)
 	return rc;
 }
 
-int config_load_file(struct nfsd_config *cfg, const char *path, int missing_ok, FILE *err)
+int conf_load_file(struct nfsd_config *cfg, const char *path, int missing_ok, FILE *err)
 {
 	struct load_ctx ctx = { .cfg = cfg };
 	struct stat st;
@@ -349,7 +349,7 @@ int config_load_file(struct nfsd_config *cfg, const char *path, int missing_ok, 
 	return 0;
 }
 
-int config_apply_override(struct nfsd_config *cfg, const char *assignment, FILE *err)
+int conf_apply_override(struct nfsd_config *cfg, const char *assignment, FILE *err)
 {
 	char section[64], key[64], msg[320];
 	const char *dot = strchr(assignment, '.');
@@ -448,7 +448,7 @@ static const char *check_url(const char *url, char *why, size_t len)
 	return NULL;
 }
 
-int config_finish(struct nfsd_config *cfg, FILE *err)
+int conf_finish(struct nfsd_config *cfg, FILE *err)
 {
 	char bad[128], w[256], why[128];
 	const char *problem;
@@ -504,7 +504,7 @@ int config_finish(struct nfsd_config *cfg, FILE *err)
 	return rc;
 }
 
-void config_print(const struct nfsd_config *cfg, FILE *out)
+void conf_print(const struct nfsd_config *cfg, FILE *out)
 {
 	const char *section = "";
 
@@ -553,7 +553,7 @@ static int value_equal(const struct conf_key *k, const struct nfsd_config *a,
 	}
 }
 
-void config_reload(struct nfsd_config *running, struct nfsd_config *fresh, FILE *notes)
+void conf_reload(struct nfsd_config *running, struct nfsd_config *fresh, FILE *notes)
 {
 	for (size_t i = 0; i < N_KEYS; i++) {
 		const struct conf_key *k = &conf_keys[i];
@@ -581,7 +581,7 @@ void config_reload(struct nfsd_config *running, struct nfsd_config *fresh, FILE 
 	fresh->allow_acl = acl;
 }
 
-void config_free(struct nfsd_config *cfg)
+void conf_free(struct nfsd_config *cfg)
 {
 	for (size_t i = 0; i < N_KEYS; i++) {
 		if (conf_keys[i].type == T_STRING) {

@@ -102,18 +102,18 @@ static void usage(FILE *out)
 		"  -c  configuration file (default %s)\n"
 		"  -o  override one configuration key, after the file\n"
 		"  -t  check the configuration, print the effective values, exit\n",
-		CONFIG_DEFAULT_PATH);
+		CONF_DEFAULT_PATH);
 }
 
 static int load_config(struct nfsd_config *cfg, char **overrides, int n_overrides, FILE *err)
 {
-	config_defaults(cfg);
-	if (config_load_file(cfg, config_path, !config_path_given, err) != 0)
+	conf_defaults(cfg);
+	if (conf_load_file(cfg, config_path, !config_path_given, err) != 0)
 		return -1;
 	for (int i = 0; i < n_overrides; i++)
-		if (config_apply_override(cfg, overrides[i], err) != 0)
+		if (conf_apply_override(cfg, overrides[i], err) != 0)
 			return -1;
-	return config_finish(cfg, err);
+	return conf_finish(cfg, err);
 }
 
 static char **saved_overrides;
@@ -249,7 +249,7 @@ static void sig_hup_cb(struct ev_loop *loop, ev_signal *w, int revents)
 		FILE *nf = xopen_memstream(&notes, &notes_len);
 		char *save = NULL;
 
-		config_reload(&nfsd.cfg, &fresh, nf);
+		conf_reload(&nfsd.cfg, &fresh, nf);
 		fclose(nf);
 		if (nfsd.cache_on)
 			cache_space_check();   /* thresholds and max_size may have changed */
@@ -259,7 +259,7 @@ static void sig_hup_cb(struct ev_loop *loop, ev_signal *w, int revents)
 		log_info("main: configuration reloaded from %s", config_path);
 		free(notes);
 	}
-	config_free(&fresh);
+	conf_free(&fresh);
 	free(errors);
 	notify_status("READY=1\n");
 }
@@ -277,7 +277,7 @@ int main(int argc, char **argv)
 	char **overrides = xcalloc((size_t)argc + 1, sizeof(char *));
 	int n_overrides = 0, foreground = 0, check_only = 0, c, rc = 0;
 
-	config_path = CONFIG_DEFAULT_PATH;
+	config_path = CONF_DEFAULT_PATH;
 	while ((c = getopt_long(argc, argv, "fc:o:tVh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'f': foreground = 1; break;
@@ -302,7 +302,7 @@ int main(int argc, char **argv)
 	saved_overrides = overrides;
 	saved_n_overrides = n_overrides;
 	if (check_only) {
-		config_print(&nfsd.cfg, stdout);
+		conf_print(&nfsd.cfg, stdout);
 		goto out;
 	}
 
@@ -412,7 +412,7 @@ stop:
 	drc_free(nfsd.drc);
 	ev_loop_destroy(nfsd.loop);
 out:
-	config_free(&nfsd.cfg);
+	conf_free(&nfsd.cfg);
 	free(overrides);
 	return rc;
 }

@@ -25,8 +25,8 @@ static int load_text(struct nfsd_config *cfg, const char *text, char **err)
 	if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text))
 		abort();
 	close(fd);
-	config_defaults(cfg);
-	int rc = config_load_file(cfg, path, 0, ef);
+	conf_defaults(cfg);
+	int rc = conf_load_file(cfg, path, 0, ef);
 	fclose(ef);
 	/* replace the random name by "F" so messages compare exactly */
 	char *p = strstr(*err, path);
@@ -47,7 +47,7 @@ static void expect_error(const char *text, const char *want, const char *what)
 
 	ok(rc == -1 && strstr(err, want) != NULL, "%s: got \"%s\"", what, err);
 	free(err);
-	config_free(&cfg);
+	conf_free(&cfg);
 }
 
 int main(void)
@@ -61,26 +61,26 @@ int main(void)
 	plan(37);
 
 	/* sizes */
-	ok(config_parse_size("1088k", &v) == 0 && v == 1114112, "1088k = 1114112 bytes");
-	ok(config_parse_size("256M", &v) == 0 && v == 256ull << 20, "256M");
-	ok(config_parse_size("2G", &v) == 0 && v == 2ull << 30, "2G");
-	ok(config_parse_size("4096", &v) == 0 && v == 4096, "plain bytes");
-	ok(config_parse_size("12x", &v) != 0, "unknown suffix rejected");
-	ok(config_parse_size("-1", &v) != 0, "negative rejected");
-	ok(config_parse_size("99999999999999999999G", &v) != 0, "overflow rejected");
+	ok(conf_parse_size("1088k", &v) == 0 && v == 1114112, "1088k = 1114112 bytes");
+	ok(conf_parse_size("256M", &v) == 0 && v == 256ull << 20, "256M");
+	ok(conf_parse_size("2G", &v) == 0 && v == 2ull << 30, "2G");
+	ok(conf_parse_size("4096", &v) == 0 && v == 4096, "plain bytes");
+	ok(conf_parse_size("12x", &v) != 0, "unknown suffix rejected");
+	ok(conf_parse_size("-1", &v) != 0, "negative rejected");
+	ok(conf_parse_size("99999999999999999999G", &v) != 0, "overflow rejected");
 
 	/* defaults are the documented ones */
-	config_defaults(&cfg);
+	conf_defaults(&cfg);
 	ok(cfg.server_max_record == 1114112 && cfg.server_secure == 1 &&
 	   cfg.cache.page_size == 4096 && cfg.upstream_timeout_ms == 30000 &&
 	   cfg.cache.brun == 10 && cfg.cache.write_mode == WRITE_MODE_WRITEBACK,
 	   "defaults match nfscached.conf");
 	ef = open_memstream(&err, &errlen);
-	ok(config_finish(&cfg, ef) == -1, "no upstream.url: config_finish fails");
+	ok(conf_finish(&cfg, ef) == -1, "no upstream.url: conf_finish fails");
 	fclose(ef);
 	ok(strstr(err, "upstream.url is required") != NULL, "and says why: %s", err);
 	free(err);
-	config_free(&cfg);
+	conf_free(&cfg);
 
 	/* a good file */
 	ok(load_text(&cfg, "[server]\nlisten = 127.0.0.1:0\nsecure = no\n\n# comment\n[cache]\n"
@@ -88,11 +88,11 @@ int main(void)
 		     &err) == 0, "valid file loads");
 	free(err);
 	ef = open_memstream(&err, &errlen);
-	ok(config_finish(&cfg, ef) == 0 && cfg.cache.readahead == 2u << 20 && cfg.cache.brun == 20 &&
+	ok(conf_finish(&cfg, ef) == 0 && cfg.cache.readahead == 2u << 20 && cfg.cache.brun == 20 &&
 	   cfg.server_secure == 0, "values taken (readahead 2M, brun 20%%, secure no)");
 	fclose(ef);
 	free(err);
-	config_free(&cfg);
+	conf_free(&cfg);
 
 	/* errors carry FILE:LINE */
 	expect_error("[server]\nlisten = 1.2.3.4:5\nbogus = 1\n", "F:3: unknown key \"bogus\" in [server]",
@@ -124,21 +124,21 @@ int main(void)
 	}
 
 	/* overrides and cross-key checks */
-	config_defaults(&cfg);
+	conf_defaults(&cfg);
 	ef = open_memstream(&err, &errlen);
-	ok(config_apply_override(&cfg, "cache.max_dirty=1G", ef) == 0 && cfg.cache.max_dirty == 1ull << 30,
+	ok(conf_apply_override(&cfg, "cache.max_dirty=1G", ef) == 0 && cfg.cache.max_dirty == 1ull << 30,
 	   "-o cache.max_dirty=1G");
-	ok(config_apply_override(&cfg, "cache.nope=1", ef) == -1, "-o unknown key fails");
-	ok(config_apply_override(&cfg, "noequals", ef) == -1, "-o without = fails");
-	config_apply_override(&cfg, "upstream.url=nfs://h/e", ef);
-	config_apply_override(&cfg, "cache.bcull=12%", ef);
-	ok(config_finish(&cfg, ef) == -1, "bcull above brun fails");
+	ok(conf_apply_override(&cfg, "cache.nope=1", ef) == -1, "-o unknown key fails");
+	ok(conf_apply_override(&cfg, "noequals", ef) == -1, "-o without = fails");
+	conf_apply_override(&cfg, "upstream.url=nfs://h/e", ef);
+	conf_apply_override(&cfg, "cache.bcull=12%", ef);
+	ok(conf_finish(&cfg, ef) == -1, "bcull above brun fails");
 	fclose(ef);
 	ok(strstr(err, "-o cache.nope=1: unknown key cache.nope") != NULL &&
 	   strstr(err, "cache.bstop < cache.bcull < cache.brun") != NULL,
 	   "messages name the override and the ordering: %s", err);
 	free(err);
-	config_free(&cfg);
+	conf_free(&cfg);
 
 	/* values found wrong after parsing name their line, or their -o */
 	static const struct { const char *text, *o, *want, *what; } late[] = {
@@ -160,12 +160,12 @@ int main(void)
 		free(err);
 		ef = open_memstream(&err, &errlen);
 		if (late[i].o)
-			config_apply_override(&cfg, late[i].o, ef);
-		rc |= config_finish(&cfg, ef);
+			conf_apply_override(&cfg, late[i].o, ef);
+		rc |= conf_finish(&cfg, ef);
 		fclose(ef);
 		ok(rc != 0 && strstr(err, late[i].want) != NULL, "%s: got \"%s\"", late[i].what, err);
 		free(err);
-		config_free(&cfg);
+		conf_free(&cfg);
 	}
 	return done();
 }
