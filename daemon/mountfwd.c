@@ -6,12 +6,13 @@
  */
 #include "config.h"
 
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/log.h"
+#include "common/macros.h"
 #include "daemon/mountfwd.h"
+#include "daemon/rpc_poll.h"
 #include "common/xalloc.h"
 
 #define RETRY_S 0.25
@@ -27,7 +28,7 @@ struct mount_req {
 	void *priv;
 	ev_tstamp deadline;
 	struct rpc_context *rpc;      /* current attempt, or NULL */
-	ev_io io;
+	struct rpc_poll poll;         /* follows rpc while it exists */
 	ev_timer timer;               /* retry delay, and the deadline */
 	int failed;                   /* current attempt failed: retry */
 	int finished;                 /* done() has fired */
@@ -37,7 +38,7 @@ static void mreq_attempt(struct mount_req *m);
 
 static void mreq_drop_rpc(struct mount_req *m)
 {
-	ev_io_stop(m->loop, &m->io);
+	rpc_poll_stop(&m->poll);
 	if (m->rpc) {
 		struct rpc_context *rpc = m->rpc;
 		m->rpc = NULL;
@@ -110,27 +111,14 @@ static void mreq_after_service(struct mount_req *m)
 		ev_timer_start(m->loop, &m->timer);
 		return;
 	}
-	int pe = rpc_which_events(m->rpc), ev = 0;
-	if (pe & POLLIN)
-		ev |= EV_READ;
-	if (pe & POLLOUT)
-		ev |= EV_WRITE;
-	ev_io_stop(m->loop, &m->io);
-	ev_io_set(&m->io, rpc_get_fd(m->rpc), ev);
-	ev_io_start(m->loop, &m->io);
+	rpc_poll_update(&m->poll);
 }
 
-static void mreq_io_cb(struct ev_loop *loop, ev_io *w, int revents)
+static void mreq_serviced(struct rpc_poll *p, int rc)
 {
-	struct mount_req *m = w->data;
-	int pe = 0;
+	struct mount_req *m = container_of(p, struct mount_req, poll);
 
-	(void)loop;
-	if (revents & EV_READ)
-		pe |= POLLIN;
-	if (revents & EV_WRITE)
-		pe |= POLLOUT;
-	if (rpc_service(m->rpc, pe) < 0 && !m->finished)
+	if (rc < 0 && !m->finished)
 		m->failed = 1;
 	mreq_after_service(m);
 }
@@ -156,6 +144,7 @@ static void mreq_attempt(struct mount_req *m)
 	m->rpc = rpc_init_context();
 	if (!m->rpc)
 		abort();
+	rpc_poll_start(&m->poll, m->rpc);
 	rpc_set_auth(m->rpc, libnfs_authunix_create(m->cred.machinename, m->cred.uid, m->cred.gid,
 						    m->cred.gids_len, m->cred.gids));
 	if (m->port)
@@ -187,8 +176,7 @@ int mountfwd_call(struct ev_loop *loop, const char *server, int port, double tim
 	m->done = done;
 	m->priv = priv;
 	m->deadline = ev_now(loop) + timeout_s;
-	ev_io_init(&m->io, mreq_io_cb, 0, EV_READ);
-	m->io.data = m;
+	rpc_poll_init(&m->poll, loop, mreq_serviced);
 	ev_timer_init(&m->timer, mreq_timer_cb, 0., 0.);
 	m->timer.data = m;
 	/* start on the next loop iteration so done() never fires from here */
