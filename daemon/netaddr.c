@@ -123,8 +123,7 @@ int netaddr_acl_parse(const char *s, struct netaddr_acl *acl, char *errbuf, size
 {
 	char *copy = xstrdup(s), *save = NULL;
 
-	acl->nets = NULL;
-	acl->count = 0;
+	memset(&acl->nets, 0, sizeof(acl->nets));
 	for (char *w = strtok_r(copy, " \t,", &save); w; w = strtok_r(NULL, " \t,", &save)) {
 		struct netaddr_net net;
 		if (parse_net(w, &net) != 0) {
@@ -133,8 +132,7 @@ int netaddr_acl_parse(const char *s, struct netaddr_acl *acl, char *errbuf, size
 			netaddr_acl_free(acl);
 			return -EINVAL;
 		}
-		acl->nets = xreallocarray(acl->nets, (acl->count + 1), sizeof(net));
-		acl->nets[acl->count++] = net;
+		ARRAY_PUSH(&acl->nets, net);
 	}
 	free(copy);
 	return 0;
@@ -142,9 +140,7 @@ int netaddr_acl_parse(const char *s, struct netaddr_acl *acl, char *errbuf, size
 
 void netaddr_acl_free(struct netaddr_acl *acl)
 {
-	free(acl->nets);
-	acl->nets = NULL;
-	acl->count = 0;
+	ARRAY_FREE(&acl->nets);
 }
 
 int netaddr_key(const struct sockaddr *sa, uint8_t out[16])
@@ -171,8 +167,8 @@ int netaddr_acl_match(const struct netaddr_acl *acl, const struct sockaddr *sa)
 	uint8_t addr[16];
 	int family = netaddr_key(sa, addr);
 
-	for (size_t i = 0; i < acl->count; i++) {
-		const struct netaddr_net *n = &acl->nets[i];
+	for (size_t i = 0; i < acl->nets.n; i++) {
+		const struct netaddr_net *n = &acl->nets.v[i];
 		if (n->family != family)
 			continue;
 		unsigned full = n->prefix_len / 8, rest = n->prefix_len % 8;
