@@ -378,8 +378,8 @@ int conf_apply_override(struct nfsd_config *cfg, const char *assignment, FILE *e
 }
 
 /* Where `section.key` got its value: "-o ASSIGNMENT", "FILE:LINE" or "FILE". */
-static const char *where(const struct nfsd_config *cfg, const char *section, const char *key,
-			 char *buf, size_t len)
+static const char *key_origin(const struct nfsd_config *cfg, const char *section,
+			      const char *key, char *buf, size_t len)
 {
 	const struct conf_key *k = find_key(section, key);
 	size_t i = (size_t)(k - conf_keys);
@@ -402,14 +402,14 @@ static int check_order(const struct nfsd_config *cfg, const char *what, uint64_t
 		return 0;
 	snprintf(key, sizeof(key), "%scull", what);
 	fprintf(err, "%s: cache.%sstop < cache.%scull < cache.%srun < 100%% required, got %" PRIu64
-		"%% / %" PRIu64 "%% / %" PRIu64 "%%\n", where(cfg, "cache", key, w, sizeof(w)), what,
+		"%% / %" PRIu64 "%% / %" PRIu64 "%%\n", key_origin(cfg, "cache", key, w, sizeof(w)), what,
 		what, what, stop, cull, run);
 	return -1;
 }
 
 /* nfs://HOST/EXPORT[?version=3&nfsport=N&mountport=M]: the parts nfscached
  * uses, checked before libnfs sees them.  Returns NULL or what is wrong. */
-static const char *check_url(const char *url, char *why, size_t len)
+static const char *url_problem(const char *url, char *why, size_t len)
 {
 	const char *host = url + 6, *path, *q;
 
@@ -456,21 +456,21 @@ int conf_finish(struct nfsd_config *cfg, FILE *err)
 
 	if (netaddr_parse_listen(cfg->server_listen, &cfg->listen_addr, &cfg->listen_addr_len) != 0) {
 		fprintf(err, "%s: server.listen: \"%s\" is not ADDRESS:PORT (a numeric address)\n",
-			where(cfg, "server", "listen", w, sizeof(w)), cfg->server_listen);
+			key_origin(cfg, "server", "listen", w, sizeof(w)), cfg->server_listen);
 		rc = -1;
 	}
 	netaddr_acl_free(&cfg->allow_acl);
 	if (netaddr_acl_parse(cfg->server_allow, &cfg->allow_acl, bad, sizeof(bad)) != 0) {
 		fprintf(err, "%s: server.allow: \"%s\" is not an address or network\n",
-			where(cfg, "server", "allow", w, sizeof(w)), bad);
+			key_origin(cfg, "server", "allow", w, sizeof(w)), bad);
 		rc = -1;
 	}
 	if (!*cfg->upstream_url) {
 		fprintf(err, "%s: upstream.url is required (nfs://SERVER/EXPORT?nfsport=N&mountport=M)\n",
 			cfg->source);
 		rc = -1;
-	} else if ((problem = check_url(cfg->upstream_url, why, sizeof(why)))) {
-		fprintf(err, "%s: upstream.url: \"%s\": %s\n", where(cfg, "upstream", "url", w, sizeof(w)),
+	} else if ((problem = url_problem(cfg->upstream_url, why, sizeof(why)))) {
+		fprintf(err, "%s: upstream.url: \"%s\": %s\n", key_origin(cfg, "upstream", "url", w, sizeof(w)),
 			cfg->upstream_url, problem);
 		rc = -1;
 	}
@@ -479,20 +479,20 @@ int conf_finish(struct nfsd_config *cfg, FILE *err)
 		size_t n = strcspn(e, " ,\t");
 		if (n && *e != '/') {
 			fprintf(err, "%s: upstream.exports: \"%.*s\" is not an absolute path\n",
-				where(cfg, "upstream", "exports", w, sizeof(w)), (int)n, e);
+				key_origin(cfg, "upstream", "exports", w, sizeof(w)), (int)n, e);
 			rc = -1;
 		}
 		e += n;
 	}
 	if (strlen(cfg->control_socket) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
 		fprintf(err, "%s: control.socket: path longer than %zu bytes\n",
-			where(cfg, "control", "socket", w, sizeof(w)),
+			key_origin(cfg, "control", "socket", w, sizeof(w)),
 			sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
 		rc = -1;
 	}
 	if (cfg->cache.page_size & (cfg->cache.page_size - 1)) {
 		fprintf(err, "%s: cache.page_size: %" PRIu64 " is not a power of two\n",
-			where(cfg, "cache", "page_size", w, sizeof(w)), cfg->cache.page_size);
+			key_origin(cfg, "cache", "page_size", w, sizeof(w)), cfg->cache.page_size);
 		rc = -1;
 	}
 	if (cfg->cache.acregmin > cfg->cache.acregmax)

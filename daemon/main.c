@@ -361,21 +361,21 @@ static void main_process_setup(int foreground)
 
 /* ---- the modules: started in order, stopped in reverse -------------- */
 
-static int loop_start(void)
+static int main_loop_start(void)
 {
 	nfsd.loop = ev_default_loop(EVFLAG_AUTO);
 	nfsd.start_time = ev_now(nfsd.loop);
 	return 0;
 }
 
-static void loop_stop(void)
+static void main_loop_stop(void)
 {
 	ev_loop_destroy(nfsd.loop);
 }
 
 /* random, never a time: two starts within a clock tick must differ, or a
  * client would not resend what the first one lost */
-static int write_verf_start(void)
+static int main_write_verf_start(void)
 {
 	if (getrandom(nfsd.write_verf, sizeof(nfsd.write_verf), 0) != (ssize_t)sizeof(nfsd.write_verf)) {
 		log_error("main: no random bytes for the write verifier: %s", strerror(errno));
@@ -384,37 +384,37 @@ static int write_verf_start(void)
 	return 0;
 }
 
-static int drc_start(void)
+static int main_drc_start(void)
 {
 	nfsd.drc = drc_new(DRC_ENTRIES);
 	return 0;
 }
 
-static void drc_stop(void)
+static void main_drc_stop(void)
 {
 	drc_free(nfsd.drc);
 }
 
-static void cache_stop(void)
+static void main_cache_stop(void)
 {
 	if (nfsd.cache_on)
 		cache_finalise();
 }
 
-/* Parses upstream.url; connecting waits for upstream_connect_start(). */
-static int upstream_create_start(void)
+/* Parses upstream.url; connecting waits for main_upstream_connect(). */
+static int main_upstream_start(void)
 {
 	nfsd.upstream = upstream_new(nfsd.loop, &nfsd.cfg, stderr);
 	return nfsd.upstream ? 0 : EXIT_CONF;
 }
 
-static void upstream_create_stop(void)
+static void main_upstream_stop(void)
 {
 	upstream_free(nfsd.upstream);
 	nfsd.upstream = NULL;
 }
 
-static int listener_start(void)
+static int main_listener_start(void)
 {
 	nfsd.listener = listener_new(nfsd.loop, (struct sockaddr *)&nfsd.cfg.listen_addr,
 				     nfsd.cfg.listen_addr_len);
@@ -422,19 +422,19 @@ static int listener_start(void)
 }
 
 /* The connections it accepted, then the listener. */
-static void listener_stop_all(void)
+static void main_listener_stop(void)
 {
 	conn_close_all();
 	listener_free(nfsd.listener);
 }
 
-static int ctl_start(void)
+static int main_ctl_start(void)
 {
 	return ctl_init(nfsd.loop, nfsd.cfg.control_socket) == 0 ? 0 : EXIT_OS;
 }
 
 /* An unusable cache is no error: every call goes to the upstream. */
-static int cache_start(void)
+static int main_cache_start(void)
 {
 	char volume[2048];
 
@@ -448,7 +448,7 @@ static int cache_start(void)
 	return 0;
 }
 
-static int rpcbind_start(void)
+static int main_rpcbind_start(void)
 {
 	if (nfsd.cfg.server_rpcbind &&
 	    rpcbind_register(listener_sockaddr(nfsd.listener), listener_sockaddr_len(nfsd.listener)) != 0)
@@ -457,7 +457,7 @@ static int rpcbind_start(void)
 }
 
 /* Detach only now, so that start-up errors reach the caller. */
-static int detach_start(void)
+static int main_detach(void)
 {
 	if (main_args.foreground)
 		return 0;
@@ -469,7 +469,7 @@ static int detach_start(void)
 	return 0;
 }
 
-static int upstream_connect_start(void)
+static int main_upstream_connect(void)
 {
 	log_info("main: nfscached %s listening on %s (NFS 3 and MOUNT 3), upstream %s, control %s",
 		 PACKAGE_VERSION, listener_address(nfsd.listener), nfsd.cfg.upstream_url,
@@ -478,7 +478,7 @@ static int upstream_connect_start(void)
 	return 0;
 }
 
-static int signals_start(void)
+static int main_signals_start(void)
 {
 	ev_signal_init(&sig_term, sig_stop_cb, SIGTERM);
 	ev_signal_init(&sig_int, sig_stop_cb, SIGINT);
@@ -489,7 +489,7 @@ static int signals_start(void)
 	return 0;
 }
 
-static int status_start(void)
+static int main_status_start(void)
 {
 	ev_timer_init(&status_timer, status_poll_cb, STATUS_POLL_S, STATUS_POLL_S);
 	ev_timer_start(nfsd.loop, &status_timer);
@@ -497,7 +497,7 @@ static int status_start(void)
 }
 
 /* The status poll and the stop's own timers. */
-static void status_stop(void)
+static void main_status_stop(void)
 {
 	stop_flushing = 0;
 	ev_timer_stop(nfsd.loop, &status_timer);
@@ -518,32 +518,32 @@ struct main_step {
  * would.
  */
 static const struct main_step main_steps[] = {
-	{ "event loop", loop_start, loop_stop },
-	{ "write verifier", write_verf_start, NULL },
-	{ "duplicate request cache", drc_start, drc_stop },
+	{ "event loop", main_loop_start, main_loop_stop },
+	{ "write verifier", main_write_verf_start, NULL },
+	{ "duplicate request cache", main_drc_start, main_drc_stop },
 	/* Exception: the cache is started below, after the upstream (its
 	 * volume is named after the upstream's server and export), but
 	 * finalised only here, after the upstream is freed: freeing it
 	 * completes the calls still queued, and their callbacks use cache
 	 * objects. */
-	{ "cache (finalised here)", NULL, cache_stop },
-	{ "upstream", upstream_create_start, upstream_create_stop },
+	{ "cache (finalised here)", NULL, main_cache_stop },
+	{ "upstream", main_upstream_start, main_upstream_stop },
 	/* Exception: write-back is started with the cache below but finalised
 	 * here, once the connections and the control socket are gone (their
 	 * calls and commands may wait on it) and before the upstream is freed. */
 	{ "write-back (finalised here)", NULL, writeback_finalise },
-	{ "listener and connections", listener_start, listener_stop_all },
-	{ "control socket", ctl_start, ctl_finalise },
-	{ "cache and write-back", cache_start, NULL },
-	{ "rpcbind registration", rpcbind_start, rpcbind_unregister },
-	{ "detach", detach_start, NULL },
+	{ "listener and connections", main_listener_start, main_listener_stop },
+	{ "control socket", main_ctl_start, ctl_finalise },
+	{ "cache and write-back", main_cache_start, NULL },
+	{ "rpcbind registration", main_rpcbind_start, rpcbind_unregister },
+	{ "detach", main_detach, NULL },
 	/* Connecting is undone by upstream_free() ("upstream" above). */
-	{ "upstream connection", upstream_connect_start, NULL },
+	{ "upstream connection", main_upstream_connect, NULL },
 	/* Exception: never stopped, so that a signal during the teardown is
 	 * still caught (and ignored) rather than fatal; the loop's destruction
 	 * ends them. */
-	{ "signals", signals_start, NULL },
-	{ "status poll", status_start, status_stop },
+	{ "signals", main_signals_start, NULL },
+	{ "status poll", main_status_start, main_status_stop },
 };
 
 /* Start main_steps in order until one fails.  Returns 0 or its exit status;
