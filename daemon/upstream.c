@@ -30,12 +30,7 @@ enum up_state { UP_DOWN, UP_CONNECTING, UP_UP };
 struct up_req {
 	struct list_node link;         /* up->waiting or up->sent */
 	struct upstream *up;
-	const struct proc_desc *desc;
-	void *args;
-	struct rpc_cred cred;
-	upstream_done_fn done;
-	void *priv;
-	ev_tstamp deadline;            /* loop time */
+	struct upstream_call call;
 	struct nfs_context *sent_on;   /* context that holds its PDU, or NULL */
 };
 
@@ -127,10 +122,18 @@ const char *upstream_export(const struct upstream *up)
 	return up->export;
 }
 
+struct AUTH *upstream_call_auth(struct upstream_call *call)
+{
+	struct rpc_cred *cred = &call->cred;
+
+	return libnfs_authunix_create(cred->machinename, cred->uid, cred->gid, cred->gids_len,
+				      cred->gids);
+}
+
 static void req_complete(struct up_req *r, enum upstream_status st, void *res)
 {
 	list_del(&r->link);
-	r->done(r->priv, st, res);
+	r->call.done(r->call.priv, st, res);
 	free(r);
 }
 
@@ -230,12 +233,12 @@ static void up_rpc_cb(struct rpc_context *rpc, int status, void *data, void *pri
 	case RPC_STATUS_TIMEOUT:
 		stats.upstream_timeouts++;
 		log_limited(LOG_LEVEL_WARNING, "upstream: %s %s: no reply within %llu ms",
-			    up->server, r->desc->name, (unsigned long long)up->cfg->upstream_timeout_ms);
+			    up->server, r->call.desc->name, (unsigned long long)up->cfg->upstream_timeout_ms);
 		req_complete(r, UPSTREAM_TIMEOUT, NULL);
 		return;
 	case RPC_STATUS_ERROR:
 		if (upstream_error_status(data) >= 0) {
-			log_limited(LOG_LEVEL_WARNING, "upstream: %s %s: %s", up->server, r->desc->name,
+			log_limited(LOG_LEVEL_WARNING, "upstream: %s %s: %s", up->server, r->call.desc->name,
 				    (const char *)data);
 			req_complete(r, (enum upstream_status)upstream_error_status(data), NULL);
 			return;
@@ -259,16 +262,15 @@ static void up_rpc_cb(struct rpc_context *rpc, int status, void *data, void *pri
 static void up_submit(struct upstream *up, struct up_req *r)
 {
 	struct rpc_context *rpc = nfs_get_rpc_context(up->nfs);
-	double left_ms = (r->deadline - ev_now(up->loop)) * 1000.0;
+	double left_ms = (r->call.deadline - ev_now(up->loop)) * 1000.0;
 
 	if (left_ms < 1)
 		left_ms = 1;
-	rpc_set_auth(rpc, libnfs_authunix_create(r->cred.machinename, r->cred.uid, r->cred.gid,
-						 r->cred.gids_len, r->cred.gids));
+	rpc_set_auth(rpc, upstream_call_auth(&r->call));
 	nfs_set_timeout(up->nfs, (int)left_ms);
 	list_del(&r->link);
-	if (r->desc->send(rpc, up_rpc_cb, r->args, r) != 0) {
-		log_warning("upstream: %s %s: cannot queue: %s", up->server, r->desc->name,
+	if (r->call.desc->send(rpc, up_rpc_cb, r->call.args, r) != 0) {
+		log_warning("upstream: %s %s: cannot queue: %s", up->server, r->call.desc->name,
 			    rpc_get_error(rpc));
 		list_add_tail(&up->waiting, &r->link);
 		up->broken = 1;
@@ -276,7 +278,7 @@ static void up_submit(struct upstream *up, struct up_req *r)
 	}
 	r->sent_on = up->nfs;
 	list_add_tail(&up->sent, &r->link);
-	stats.upstream_nfs3[r->desc->proc]++;
+	stats.upstream_nfs3[r->call.desc->proc]++;
 }
 
 static void up_submit_waiting(struct upstream *up)
@@ -307,7 +309,7 @@ static void up_tick_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	/* calls still waiting for a connection when their time is up */
 	list_for_each_safe(pos, tmp, &up->waiting) {
 		struct up_req *r = list_entry(pos, struct up_req, link);
-		if (r->deadline <= ev_now(loop)) {
+		if (r->call.deadline <= ev_now(loop)) {
 			stats.upstream_timeouts++;
 			req_complete(r, UPSTREAM_TIMEOUT, NULL);
 		}
@@ -388,20 +390,18 @@ int upstream_call(struct upstream *up, const struct proc_desc *desc, void *args,
 		  const struct rpc_cred *cred, upstream_done_fn done, void *priv)
 {
 	double timeout_s = (double)up->cfg->upstream_timeout_ms / 1000.0;
+	struct upstream_call call = {
+		.desc = desc, .args = args, .cred = *cred, .done = done, .priv = priv,
+		.deadline = ev_now(up->loop) + timeout_s,
+	};
 
 	if (desc->prog == MOUNT_PROGRAM) {
 		stats.upstream_mount3[desc->proc]++;
-		return mountfwd_call(up->loop, up->server, up->mount_port, timeout_s, desc, args,
-				     cred, done, priv);
+		return mountfwd_call(up->loop, up->server, up->mount_port, &call);
 	}
 	struct up_req *r = xcalloc(1, sizeof(*r));
 	r->up = up;
-	r->desc = desc;
-	r->args = args;
-	r->cred = *cred;
-	r->done = done;
-	r->priv = priv;
-	r->deadline = ev_now(up->loop) + timeout_s;
+	r->call = call;
 	list_init(&r->link);
 	list_add_tail(&up->waiting, &r->link);
 	up_submit_waiting(up);
