@@ -4,6 +4,8 @@
  */
 #include "config.h"
 
+#include <errno.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -11,6 +13,42 @@
 #include "tests/unit/tap.h"
 
 static char tmpl[] = "/tmp/test_conf.XXXXXX";
+
+/* server.listen and server.allow, through netaddr.c: what a listen
+ * address parses to, what a bad one is refused for, which peers an allow
+ * list lets in. */
+static void test_netaddr(void)
+{
+	struct sockaddr_storage ss;
+	struct netaddr_acl acl;
+	socklen_t len = 0;
+	char buf[64], bad[32];
+
+	ok(netaddr_parse_listen("127.0.0.1:2049", &ss, &len) == 0 && len == sizeof(struct sockaddr_in) &&
+	   strcmp(netaddr_format((struct sockaddr *)&ss, buf, sizeof(buf)), "127.0.0.1:2049") == 0,
+	   "listen 127.0.0.1:2049");
+	ok(netaddr_parse_listen("[::1]:0", &ss, &len) == 0 && len == sizeof(struct sockaddr_in6) &&
+	   strcmp(netaddr_format((struct sockaddr *)&ss, buf, sizeof(buf)), "[::1]:0") == 0,
+	   "listen [::1]:0");
+	ok(netaddr_parse_listen("127.0.0.1:65536", &ss, &len) == -EINVAL &&
+	   netaddr_parse_listen("127.0.0.1", &ss, &len) == -EINVAL &&
+	   netaddr_parse_listen("[::1]2049", &ss, &len) == -EINVAL &&
+	   netaddr_parse_listen("[1.2.3.4]:1", &ss, &len) == -EINVAL &&
+	   netaddr_parse_listen("::1:1", &ss, &len) == -EINVAL,
+	   "listen: bad port, no port, no colon after ], v4 in brackets, v6 without");
+	ok(netaddr_acl_parse("10.0.0.0/8, ::1 192.168.1.7", &acl, bad, sizeof(bad)) == 0 &&
+	   acl.nets.n == 3, "allow: three networks");
+	netaddr_parse_listen("10.200.3.4:1", &ss, &len);
+	int in10 = netaddr_acl_match(&acl, (struct sockaddr *)&ss);
+	netaddr_parse_listen("192.168.1.8:1", &ss, &len);
+	int host8 = netaddr_acl_match(&acl, (struct sockaddr *)&ss);
+	netaddr_parse_listen("[::1]:1", &ss, &len);
+	ok(in10 && !host8 && netaddr_acl_match(&acl, (struct sockaddr *)&ss),
+	   "allow: 10.200.3.4 and ::1 match, 192.168.1.8 does not");
+	netaddr_acl_free(&acl);
+	ok(netaddr_acl_parse("10.0.0.0/33", &acl, bad, sizeof(bad)) == -EINVAL &&
+	   strcmp(bad, "10.0.0.0/33") == 0 && acl.nets.n == 0, "allow: /33 refused, named, list empty");
+}
 
 /* Write `text` to a temporary file and load it over the defaults; returns
  * load's result and leaves its error output in *err (malloc'd). */
@@ -58,7 +96,8 @@ int main(void)
 	size_t errlen;
 	FILE *ef;
 
-	plan(37);
+	plan(43);
+	test_netaddr();
 
 	/* sizes */
 	ok(conf_parse_size("1088k", &v) == 0 && v == 1114112, "1088k = 1114112 bytes");
