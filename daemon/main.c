@@ -1,6 +1,12 @@
 /*
  * main.c — nfscached: command line, configuration, start-up of every module
  * in order (and shutdown in reverse), signals, and the libev loop.
+ *
+ * main() reads the command line (main_args_parse) and the configuration
+ * (main_conf_load), sets up the process (main_process_setup: logging,
+ * SIGPIPE, PR_SET_IO_FLUSHER, malloc, RLIMIT_NOFILE), starts the steps of
+ * main_steps[] in order, runs the loop, and stops the steps in reverse
+ * (chrony main.c).
  * Exit status: 0 clean stop, 1 OS error at start-up, 2 configuration error,
  * 3 internal error.
  *
@@ -505,7 +511,7 @@ static void main_status_stop(void)
 }
 
 struct main_step {
-	const char *name;
+	const char *name;      /* for the reader and the debugger */
 	int (*start)(void);    /* 0, or the exit status after logging; NULL: nothing */
 	void (*stop)(void);    /* NULL: nothing to undo here */
 };
