@@ -69,9 +69,9 @@ static const struct conf_key conf_keys[] = {
 	{ "log", "level", T_ENUM, OFF(log_level), 0, 0, "info", log_names, 0 },
 };
 #define N_KEYS (sizeof(conf_keys) / sizeof(conf_keys[0]))
-_Static_assert(N_KEYS <= CONFIG_MAX_KEYS, "raise CONFIG_MAX_KEYS");
+_Static_assert(N_KEYS <= CONF_MAX_KEYS, "raise CONF_MAX_KEYS");
 
-int config_parse_size(const char *s, uint64_t *bytes)
+int conf_parse_size(const char *s, uint64_t *bytes)
 {
 	char *end;
 	uint64_t mult = 1;
@@ -177,7 +177,7 @@ static int set_value(struct nfsd_config *cfg, const struct conf_key *k, const ch
 		rc = parse_uint(value, &v, "%");
 		break;
 	case T_SIZE:
-		rc = config_parse_size(value, &v);
+		rc = conf_parse_size(value, &v);
 		break;
 	default:
 		abort();
@@ -197,7 +197,7 @@ static int set_value(struct nfsd_config *cfg, const struct conf_key *k, const ch
 	return 0;
 }
 
-void config_defaults(struct nfsd_config *cfg)
+void conf_defaults(struct nfsd_config *cfg)
 {
 	char msg[256];
 
@@ -310,7 +310,7 @@ static int prescan(FILE *f, struct nfsd_config *cfg, char *msg, size_t msglen)
 	return rc;
 }
 
-int config_load_file(struct nfsd_config *cfg, const char *path, int missing_ok, FILE *err)
+int conf_load_file(struct nfsd_config *cfg, const char *path, int missing_ok, FILE *err)
 {
 	struct load_ctx ctx = { .cfg = cfg };
 	struct stat st;
@@ -349,7 +349,7 @@ int config_load_file(struct nfsd_config *cfg, const char *path, int missing_ok, 
 	return 0;
 }
 
-int config_apply_override(struct nfsd_config *cfg, const char *assignment, FILE *err)
+int conf_apply_override(struct nfsd_config *cfg, const char *assignment, FILE *err)
 {
 	char section[64], key[64], msg[320];
 	const char *dot = strchr(assignment, '.');
@@ -378,8 +378,8 @@ int config_apply_override(struct nfsd_config *cfg, const char *assignment, FILE 
 }
 
 /* Where `section.key` got its value: "-o ASSIGNMENT", "FILE:LINE" or "FILE". */
-static const char *where(const struct nfsd_config *cfg, const char *section, const char *key,
-			 char *buf, size_t len)
+static const char *key_origin(const struct nfsd_config *cfg, const char *section,
+			      const char *key, char *buf, size_t len)
 {
 	const struct conf_key *k = find_key(section, key);
 	size_t i = (size_t)(k - conf_keys);
@@ -402,14 +402,14 @@ static int check_order(const struct nfsd_config *cfg, const char *what, uint64_t
 		return 0;
 	snprintf(key, sizeof(key), "%scull", what);
 	fprintf(err, "%s: cache.%sstop < cache.%scull < cache.%srun < 100%% required, got %" PRIu64
-		"%% / %" PRIu64 "%% / %" PRIu64 "%%\n", where(cfg, "cache", key, w, sizeof(w)), what,
+		"%% / %" PRIu64 "%% / %" PRIu64 "%%\n", key_origin(cfg, "cache", key, w, sizeof(w)), what,
 		what, what, stop, cull, run);
 	return -1;
 }
 
 /* nfs://HOST/EXPORT[?version=3&nfsport=N&mountport=M]: the parts nfscached
  * uses, checked before libnfs sees them.  Returns NULL or what is wrong. */
-static const char *check_url(const char *url, char *why, size_t len)
+static const char *url_problem(const char *url, char *why, size_t len)
 {
 	const char *host = url + 6, *path, *q;
 
@@ -448,7 +448,7 @@ static const char *check_url(const char *url, char *why, size_t len)
 	return NULL;
 }
 
-int config_finish(struct nfsd_config *cfg, FILE *err)
+int conf_finish(struct nfsd_config *cfg, FILE *err)
 {
 	char bad[128], w[256], why[128];
 	const char *problem;
@@ -456,21 +456,21 @@ int config_finish(struct nfsd_config *cfg, FILE *err)
 
 	if (netaddr_parse_listen(cfg->server_listen, &cfg->listen_addr, &cfg->listen_addr_len) != 0) {
 		fprintf(err, "%s: server.listen: \"%s\" is not ADDRESS:PORT (a numeric address)\n",
-			where(cfg, "server", "listen", w, sizeof(w)), cfg->server_listen);
+			key_origin(cfg, "server", "listen", w, sizeof(w)), cfg->server_listen);
 		rc = -1;
 	}
 	netaddr_acl_free(&cfg->allow_acl);
 	if (netaddr_acl_parse(cfg->server_allow, &cfg->allow_acl, bad, sizeof(bad)) != 0) {
 		fprintf(err, "%s: server.allow: \"%s\" is not an address or network\n",
-			where(cfg, "server", "allow", w, sizeof(w)), bad);
+			key_origin(cfg, "server", "allow", w, sizeof(w)), bad);
 		rc = -1;
 	}
 	if (!*cfg->upstream_url) {
 		fprintf(err, "%s: upstream.url is required (nfs://SERVER/EXPORT?nfsport=N&mountport=M)\n",
 			cfg->source);
 		rc = -1;
-	} else if ((problem = check_url(cfg->upstream_url, why, sizeof(why)))) {
-		fprintf(err, "%s: upstream.url: \"%s\": %s\n", where(cfg, "upstream", "url", w, sizeof(w)),
+	} else if ((problem = url_problem(cfg->upstream_url, why, sizeof(why)))) {
+		fprintf(err, "%s: upstream.url: \"%s\": %s\n", key_origin(cfg, "upstream", "url", w, sizeof(w)),
 			cfg->upstream_url, problem);
 		rc = -1;
 	}
@@ -479,20 +479,20 @@ int config_finish(struct nfsd_config *cfg, FILE *err)
 		size_t n = strcspn(e, " ,\t");
 		if (n && *e != '/') {
 			fprintf(err, "%s: upstream.exports: \"%.*s\" is not an absolute path\n",
-				where(cfg, "upstream", "exports", w, sizeof(w)), (int)n, e);
+				key_origin(cfg, "upstream", "exports", w, sizeof(w)), (int)n, e);
 			rc = -1;
 		}
 		e += n;
 	}
 	if (strlen(cfg->control_socket) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
 		fprintf(err, "%s: control.socket: path longer than %zu bytes\n",
-			where(cfg, "control", "socket", w, sizeof(w)),
+			key_origin(cfg, "control", "socket", w, sizeof(w)),
 			sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
 		rc = -1;
 	}
 	if (cfg->cache.page_size & (cfg->cache.page_size - 1)) {
 		fprintf(err, "%s: cache.page_size: %" PRIu64 " is not a power of two\n",
-			where(cfg, "cache", "page_size", w, sizeof(w)), cfg->cache.page_size);
+			key_origin(cfg, "cache", "page_size", w, sizeof(w)), cfg->cache.page_size);
 		rc = -1;
 	}
 	if (cfg->cache.acregmin > cfg->cache.acregmax)
@@ -504,7 +504,7 @@ int config_finish(struct nfsd_config *cfg, FILE *err)
 	return rc;
 }
 
-void config_print(const struct nfsd_config *cfg, FILE *out)
+void conf_print(const struct nfsd_config *cfg, FILE *out)
 {
 	const char *section = "";
 
@@ -553,7 +553,7 @@ static int value_equal(const struct conf_key *k, const struct nfsd_config *a,
 	}
 }
 
-void config_reload(struct nfsd_config *running, struct nfsd_config *fresh, FILE *notes)
+void conf_reload(struct nfsd_config *running, struct nfsd_config *fresh, FILE *notes)
 {
 	for (size_t i = 0; i < N_KEYS; i++) {
 		const struct conf_key *k = &conf_keys[i];
@@ -581,7 +581,7 @@ void config_reload(struct nfsd_config *running, struct nfsd_config *fresh, FILE 
 	fresh->allow_acl = acl;
 }
 
-void config_free(struct nfsd_config *cfg)
+void conf_free(struct nfsd_config *cfg)
 {
 	for (size_t i = 0; i < N_KEYS; i++) {
 		if (conf_keys[i].type == T_STRING) {

@@ -1,5 +1,5 @@
 /*
- * config.h — the configuration: every key of the interface contract, read
+ * conf.h — the configuration: every key of the interface contract, read
  * from an INI file (libinih) and `-o section.key=value` overrides, validated
  * against one table of {section, key, type, min, max, default}
  * (chrony conf.c, cachefilesd.conf).  Errors are reported as
@@ -15,7 +15,7 @@
 #include "cache/cache_config.h"
 #include "daemon/netaddr.h"
 
-#define CONFIG_DEFAULT_PATH SYSCONFDIR "/nfscached.conf"
+#define CONF_DEFAULT_PATH SYSCONFDIR "/nfscached.conf"
 
 enum squash_mode { SQUASH_NONE = 0, SQUASH_ROOT = 1, SQUASH_ALL = 2 };
 
@@ -43,13 +43,13 @@ struct nfsd_config {
 	socklen_t listen_addr_len;
 	struct netaddr_acl allow_acl;
 	const char *source;             /* file the values came from */
-#define CONFIG_MAX_KEYS 32
-	int key_line[CONFIG_MAX_KEYS];  /* line of each key in `source`, 0 if not there */
-	const char *key_override[CONFIG_MAX_KEYS];  /* the -o that set it last, or NULL */
+#define CONF_MAX_KEYS 32
+	int key_line[CONF_MAX_KEYS];  /* line of each key in `source`, 0 if not there */
+	const char *key_override[CONF_MAX_KEYS];  /* the -o that set it last, or NULL */
 };
 
-/* Fill `cfg` with the defaults.  Strings are malloc'd; free with config_free(). */
-void config_defaults(struct nfsd_config *cfg);
+/* Fill `cfg` with the defaults.  Strings are malloc'd; free with conf_free(). */
+void conf_defaults(struct nfsd_config *cfg);
 
 /*
  * Read `path` (one key per line, no indentation, comments on their own lines)
@@ -57,15 +57,15 @@ void config_defaults(struct nfsd_config *cfg);
  * "PATH:LINE: message" to `err`.  A missing file is an error unless
  * `missing_ok`.
  */
-int config_load_file(struct nfsd_config *cfg, const char *path, int missing_ok, FILE *err);
+int conf_load_file(struct nfsd_config *cfg, const char *path, int missing_ok, FILE *err);
 
 /* Apply one "section.key=value" override; -1 after printing
  * "-o section.key=value: message" to `err`. */
-int config_apply_override(struct nfsd_config *cfg, const char *assignment, FILE *err);
+int conf_apply_override(struct nfsd_config *cfg, const char *assignment, FILE *err);
 
 /* Cross-key checks and derived values (listen address, allow list, threshold
  * order 0 <= stop < cull < run < 100).  Returns 0 or -1 after printing. */
-int config_finish(struct nfsd_config *cfg, FILE *err);
+int conf_finish(struct nfsd_config *cfg, FILE *err);
 
 /*
  * SIGHUP: take the keys that can change at run time from `fresh` (a loaded
@@ -74,15 +74,15 @@ int config_finish(struct nfsd_config *cfg, FILE *err);
  * address, record size, rpcbind, upstream URL, cache dir and page size,
  * control socket).  `fresh` must still be freed; it keeps the old values.
  */
-void config_reload(struct nfsd_config *running, struct nfsd_config *fresh, FILE *notes);
+void conf_reload(struct nfsd_config *running, struct nfsd_config *fresh, FILE *notes);
 
 /* Print the effective configuration in the file's own syntax (`-t`). */
-void config_print(const struct nfsd_config *cfg, FILE *out);
+void conf_print(const struct nfsd_config *cfg, FILE *out);
 
-void config_free(struct nfsd_config *cfg);
+void conf_free(struct nfsd_config *cfg);
 
 /* Parse a size with an optional k/M/G suffix (powers of 1024) into bytes.
  * Returns 0 or -EINVAL / -ERANGE. */
-int config_parse_size(const char *s, uint64_t *bytes);
+int conf_parse_size(const char *s, uint64_t *bytes);
 
 #endif

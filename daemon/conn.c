@@ -183,20 +183,32 @@ void conn_call_done(struct nfsd_conn *conn, size_t charged_bytes)
 	conn_update_read(conn);
 }
 
+/* Around the body of each of the connection's own watcher callbacks: a
+ * conn_close() inside only marks it dead, and the outermost leave frees it. */
+static void conn_callback_enter(struct nfsd_conn *conn)
+{
+	conn->in_callback++;
+}
+
+static void conn_callback_leave(struct nfsd_conn *conn)
+{
+	if (--conn->in_callback == 0 && conn->dead)
+		conn_free(conn);
+}
+
 static void conn_write_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct nfsd_conn *conn = w->data;
 
 	(void)loop;
 	(void)revents;
-	conn->in_callback++;
+	conn_callback_enter(conn);
 	int rc = conn_flush(conn);
 	if (rc < 0)
 		conn_close(conn, strerror(-rc));
 	else
 		conn_after_write(conn);
-	if (--conn->in_callback == 0 && conn->dead)
-		conn_free(conn);
+	conn_callback_leave(conn);
 }
 
 /* Feed bytes to the reassembler and dispatch each completed record. */
@@ -243,14 +255,13 @@ static void conn_resume_cb(struct ev_loop *loop, ev_idle *w, int revents)
 	(void)revents;
 	ev_idle_stop(loop, w);
 	conn->stash = NULL;
-	conn->in_callback++;
+	conn_callback_enter(conn);
 	if (conn_consume(conn, stash, len) < 0)
 		conn_close(conn, "oversized record");
 	free(stash);
 	if (!conn->dead && !conn->stash && !conn->read_paused)
 		ev_io_start(loop, &conn->rd);
-	if (--conn->in_callback == 0 && conn->dead)
-		conn_free(conn);
+	conn_callback_leave(conn);
 }
 
 static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
@@ -259,7 +270,7 @@ static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	conn->in_callback++;
+	conn_callback_enter(conn);
 	for (int i = 0; i < READS_PER_EVENT && !conn->dead && !conn->read_paused && !conn->stash; i++) {
 		ssize_t n = read(conn->fd, read_buf, READ_CHUNK);
 		if (n == 0) {
@@ -283,8 +294,7 @@ static void conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 		if (n < READ_CHUNK)
 			break;
 	}
-	if (--conn->in_callback == 0 && conn->dead)
-		conn_free(conn);
+	conn_callback_leave(conn);
 }
 
 static void conn_free(struct nfsd_conn *conn)

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/array.h"
 #include "daemon/ctl_exports.h"
 #include "daemon/handlers.h"
 #include "common/log.h"
@@ -40,9 +41,9 @@ struct ctl_job {
 	int exports_only;             /* CTL_JOB_STATS: `stats exports` */
 	char *path;                   /* CTL_JOB_INVALIDATE: EXPORT/PATH asked for */
 	const char *rest;             /* components of path left to look up */
-	char **exports;               /* the upstream's exports clients may mount */
-	size_t n_exports, next;       /* CTL_JOB_STATS: the next to name */
-	dirpath mnt_arg;              /* borrowed from exports[] */
+	ARRAY(char *) exports;        /* the upstream's exports clients may mount; malloc'd */
+	size_t next;                  /* CTL_JOB_STATS: the next of exports to name */
+	dirpath mnt_arg;              /* borrowed from exports.v[] */
 	GETATTR3args getattr;
 	LOOKUP3args lookup;
 	char name[256];               /* the component being looked up */
@@ -54,9 +55,9 @@ struct ctl_job {
 
 static void ctl_job_free(struct ctl_job *j)
 {
-	for (size_t i = 0; i < j->n_exports; i++)
-		free(j->exports[i]);
-	free(j->exports);
+	for (size_t i = 0; i < j->exports.n; i++)
+		free(j->exports.v[i]);
+	ARRAY_FREE(&j->exports);
 	free(j->path);
 	free(j);
 }
@@ -152,9 +153,7 @@ static void ctl_job_export_done(void *priv, enum upstream_status st, void *res)
 	for (exports e = res ? *(exports *)res : NULL; e; e = e->ex_next) {
 		if (!e->ex_dir || !nfsd_export_allowed(e->ex_dir))
 			continue;
-		j->exports = xreallocarray(j->exports, (j->n_exports + 1), sizeof(*j->exports));
-		j->exports[j->n_exports] = xstrdup(e->ex_dir);
-		j->n_exports++;
+		ARRAY_PUSH(&j->exports, xstrdup(e->ex_dir));
 	}
 	if (j->kind == CTL_JOB_STATS) {
 		ctl_job_name_next(j);
@@ -162,8 +161,8 @@ static void ctl_job_export_done(void *priv, enum upstream_status st, void *res)
 	}
 	/* the longest export that is a leading part of the path */
 	size_t best = 0, best_len = 0;
-	for (size_t i = 0; i < j->n_exports; i++) {
-		const char *x = j->exports[i];
+	for (size_t i = 0; i < j->exports.n; i++) {
+		const char *x = j->exports.v[i];
 		size_t n = strlen(x);
 		while (n > 1 && x[n - 1] == '/')
 			n--;
@@ -181,7 +180,7 @@ static void ctl_job_export_done(void *priv, enum upstream_status st, void *res)
 		return;
 	}
 	j->rest = j->path + best_len - 1;
-	j->mnt_arg = j->exports[best];
+	j->mnt_arg = j->exports.v[best];
 	ctl_job_call(j, ctl_mount_proc(MOUNT3PROC_MNT), &j->mnt_arg, ctl_job_lookup_mnt_done);
 }
 
@@ -210,7 +209,7 @@ static void ctl_job_name_getattr_done(void *priv, enum upstream_status st, void 
 	if (st == UPSTREAM_OK && r->status == NFS3_OK)
 		stats_export_name(r->GETATTR3res_u.resok.obj_attributes.fsid, j->mnt_arg);
 	if (st == UPSTREAM_TIMEOUT)
-		j->next = j->n_exports;   /* not answering (or stopping): no more calls */
+		j->next = j->exports.n;   /* not answering (or stopping): no more calls */
 	j->next++;
 	ctl_job_name_next(j);
 }
@@ -221,7 +220,7 @@ static void ctl_job_name_mnt_done(void *priv, enum upstream_status st, void *res
 
 	if (ctl_job_take_root(j, st, res) != 0) {
 		if (st == UPSTREAM_TIMEOUT)
-			j->next = j->n_exports;
+			j->next = j->exports.n;
 		j->next++;
 		ctl_job_name_next(j);
 		return;
@@ -233,11 +232,11 @@ static void ctl_job_name_mnt_done(void *priv, enum upstream_status st, void *res
 
 static void ctl_job_name_next(struct ctl_job *j)
 {
-	if (j->next >= j->n_exports) {
+	if (j->next >= j->exports.n) {
 		ctl_job_stats_answer(j);
 		return;
 	}
-	j->mnt_arg = j->exports[j->next];
+	j->mnt_arg = j->exports.v[j->next];
 	ctl_job_call(j, ctl_mount_proc(MOUNT3PROC_MNT), &j->mnt_arg, ctl_job_name_mnt_done);
 }
 

@@ -1,7 +1,14 @@
 /*
  * main.c — nfscached: command line, configuration, start-up of every module
  * in order (and shutdown in reverse), signals, and the libev loop.
- * Exit status: 0 clean stop, 1 OS error at start-up, 2 configuration error.
+ *
+ * main() reads the command line (main_args_parse) and the configuration
+ * (main_conf_load), sets up the process (main_process_setup: logging,
+ * SIGPIPE, PR_SET_IO_FLUSHER, malloc, RLIMIT_NOFILE), starts the steps of
+ * main_steps[] in order, runs the loop, and stops the steps in reverse
+ * (chrony main.c).
+ * Exit status: 0 clean stop, 1 OS error at start-up, 2 configuration error,
+ * 3 internal error.
  *
  * Under systemd (Type=notify) it reports READY=1 once listening with the
  * index open (the upstream may still be down), STATUS= lines when the
@@ -32,6 +39,7 @@
 #include "daemon/conn.h"
 #include "daemon/ctl.h"
 #include "common/log.h"
+#include "common/macros.h"
 #include "daemon/nfsd.h"
 #include "daemon/rpcbind_reg.h"
 #include "common/stats.h"
@@ -45,6 +53,13 @@
 #define PR_SET_IO_FLUSHER 57
 #endif
 
+/* exit statuses at start-up (a clean stop is EXIT_SUCCESS) */
+enum {
+	EXIT_OS = 1,          /* the system refused something: a socket, a fork */
+	EXIT_CONF = 2,        /* the configuration or the command line */
+	EXIT_INTERNAL = 3,    /* a bug */
+};
+
 #define DRC_ENTRIES 4096
 #define STOP_GRACE_S 10.0     /* wait this long for calls in flight at SIGTERM */
 #define STATUS_POLL_S 1.0     /* how often the upstream's state is checked for STATUS= */
@@ -57,8 +72,18 @@ static ev_timer status_timer;
 static ev_tstamp stop_deadline;
 static const char *status_reported;   /* upstream_state() of the last STATUS= */
 static int stop_flushing;             /* 1 while the stop waits for write-back */
-static const char *config_path;
-static int config_path_given;
+
+/* The command line (main_args_parse()); kept for SIGHUP's reload. */
+struct main_args {
+	int foreground;
+	int check_only;               /* -t */
+	const char *conf_path;
+	int conf_path_given;          /* -c: the file must exist */
+	char **overrides;             /* -o SECTION.KEY=VALUE, in order; malloc'd */
+	int n_overrides;
+};
+
+static struct main_args main_args;
 
 static void notify(const char *msg)
 {
@@ -102,22 +127,20 @@ static void usage(FILE *out)
 		"  -c  configuration file (default %s)\n"
 		"  -o  override one configuration key, after the file\n"
 		"  -t  check the configuration, print the effective values, exit\n",
-		CONFIG_DEFAULT_PATH);
+		CONF_DEFAULT_PATH);
 }
 
-static int load_config(struct nfsd_config *cfg, char **overrides, int n_overrides, FILE *err)
+/* The defaults, then the file, then each -o: 0, or -1 after printing to `err`. */
+static int main_conf_load(struct nfsd_config *cfg, const struct main_args *args, FILE *err)
 {
-	config_defaults(cfg);
-	if (config_load_file(cfg, config_path, !config_path_given, err) != 0)
+	conf_defaults(cfg);
+	if (conf_load_file(cfg, args->conf_path, !args->conf_path_given, err) != 0)
 		return -1;
-	for (int i = 0; i < n_overrides; i++)
-		if (config_apply_override(cfg, overrides[i], err) != 0)
+	for (int i = 0; i < args->n_overrides; i++)
+		if (conf_apply_override(cfg, args->overrides[i], err) != 0)
 			return -1;
-	return config_finish(cfg, err);
+	return conf_finish(cfg, err);
 }
-
-static char **saved_overrides;
-static int saved_n_overrides;
 
 static void stop_flush_end(struct ev_loop *loop, const char *why)
 {
@@ -224,47 +247,55 @@ static void notify_reloading(void)
 	notify(msg);
 }
 
+/* One log line per line of `text` ("a\nb\n"), each after `prefix`. */
+static void log_each_line(enum log_level level, const char *prefix, char *text)
+{
+	char *save = NULL;
+
+	for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+		log_at(level, "%s%s", prefix, l);
+}
+
+/* SIGHUP: read the file and the -o overrides again, keep the running
+ * configuration when they do not load. */
 static void sig_hup_cb(struct ev_loop *loop, ev_signal *w, int revents)
 {
 	struct nfsd_config fresh;
+	char *errors = NULL, *notes = NULL;
+	size_t errors_len = 0, notes_len = 0;
+	FILE *err = xopen_memstream(&errors, &errors_len);
 
 	(void)loop;
 	(void)w;
 	(void)revents;
-	char *errors = NULL;
-	size_t errors_len = 0;
-	FILE *err = xopen_memstream(&errors, &errors_len);
-
 	notify_reloading();
-	int rc = load_config(&fresh, saved_overrides, saved_n_overrides, err);
+	int rc = main_conf_load(&fresh, &main_args, err);
 	fclose(err);
 	if (rc != 0) {
-		char *save = NULL;
-		for (char *l = strtok_r(errors, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
-			log_error("main: reload: %s", l);
-		log_error("main: reload of %s failed: keeping the running configuration", config_path);
+		log_each_line(LOG_LEVEL_ERROR, "main: reload: ", errors);
+		log_error("main: reload of %s failed: keeping the running configuration",
+			  main_args.conf_path);
 	} else {
-		char *notes = NULL;
-		size_t notes_len = 0;
 		FILE *nf = xopen_memstream(&notes, &notes_len);
-		char *save = NULL;
-
-		config_reload(&nfsd.cfg, &fresh, nf);
+		conf_reload(&nfsd.cfg, &fresh, nf);
 		fclose(nf);
 		if (nfsd.cache_on)
 			cache_space_check();   /* thresholds and max_size may have changed */
 		log_set_level(nfsd.cfg.log_level);
-		for (char *l = strtok_r(notes, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
-			log_info("main: reload: %s", l);
-		log_info("main: configuration reloaded from %s", config_path);
-		free(notes);
+		log_each_line(LOG_LEVEL_INFO, "main: reload: ", notes);
+		log_info("main: configuration reloaded from %s", main_args.conf_path);
 	}
-	config_free(&fresh);
+	conf_free(&fresh);
+	free(notes);
 	free(errors);
 	notify_status("READY=1\n");
 }
 
-int main(int argc, char **argv)
+/* ---- the command line ---------------------------------------------- */
+
+/* Parse argv into *args.  Returns -1 to go on, or the exit status (0 after
+ * -V or -h, 2 after a usage error). */
+static int main_args_parse(int argc, char **argv, struct main_args *args)
 {
 	static const struct option opts[] = {
 		{ "foreground", no_argument, NULL, 'f' },
@@ -274,37 +305,45 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	char **overrides = xcalloc((size_t)argc + 1, sizeof(char *));
-	int n_overrides = 0, foreground = 0, check_only = 0, c, rc = 0;
+	int opt;
 
-	config_path = CONFIG_DEFAULT_PATH;
-	while ((c = getopt_long(argc, argv, "fc:o:tVh", opts, NULL)) != -1) {
-		switch (c) {
-		case 'f': foreground = 1; break;
-		case 'c': config_path = optarg; config_path_given = 1; break;
-		case 'o': overrides[n_overrides++] = optarg; break;
-		case 't': check_only = 1; break;
-		case 'V': printf("nfscached %s\n", PACKAGE_VERSION); goto out;
-		case 'h': usage(stdout); goto out;
-		default: usage(stderr); rc = 2; goto out;
+	args->conf_path = CONF_DEFAULT_PATH;
+	args->overrides = xcalloc((size_t)argc + 1, sizeof(char *));
+	while ((opt = getopt_long(argc, argv, "fc:o:tVh", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'f': args->foreground = 1; break;
+		case 'c': args->conf_path = optarg; args->conf_path_given = 1; break;
+		case 'o': args->overrides[args->n_overrides++] = optarg; break;
+		case 't': args->check_only = 1; break;
+		case 'V': printf("nfscached %s\n", PACKAGE_VERSION); return EXIT_SUCCESS;
+		case 'h': usage(stdout); return EXIT_SUCCESS;
+		default: usage(stderr); return EXIT_CONF;
 		}
 	}
 	if (optind < argc) {
 		fprintf(stderr, "nfscached: unexpected argument \"%s\"\n", argv[optind]);
 		usage(stderr);
-		rc = 2;
-		goto out;
+		return EXIT_CONF;
 	}
-	if (load_config(&nfsd.cfg, overrides, n_overrides, stderr) != 0) {
-		rc = 2;
-		goto out;
-	}
-	saved_overrides = overrides;
-	saved_n_overrides = n_overrides;
-	if (check_only) {
-		config_print(&nfsd.cfg, stdout);
-		goto out;
-	}
+	return -1;
+}
+
+/* The largest READ/WRITE payload for records of up to `max_record` bytes:
+ * a power of two leaving room for headers. */
+static uint32_t max_payload_for(uint64_t max_record)
+{
+	uint32_t payload = 4096;
+
+	while ((uint64_t)payload * 2 + 1024 <= max_record)
+		payload *= 2;
+	return payload;
+}
+
+/* ---- the process: nothing here is undone -------------------------- */
+
+static void main_process_setup(int foreground)
+{
+	struct rlimit nofile;
 
 	log_init(foreground, nfsd.cfg.log_level);
 	signal(SIGPIPE, SIG_IGN);
@@ -320,99 +359,255 @@ int main(int argc, char **argv)
 	mallopt(M_TRIM_THRESHOLD, 64 << 20);
 
 	/* every client connection and backing file is a descriptor */
-	struct rlimit nofile;
 	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
 		nofile.rlim_cur = nofile.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &nofile);
 	}
+}
 
-	/* the largest READ/WRITE payload: a power of two leaving room for headers */
-	nfsd.max_payload = 4096;
-	while ((uint64_t)nfsd.max_payload * 2 + 1024 <= nfsd.cfg.server_max_record)
-		nfsd.max_payload *= 2;
+/* ---- the modules: started in order, stopped in reverse -------------- */
 
+static int main_loop_start(void)
+{
 	nfsd.loop = ev_default_loop(EVFLAG_AUTO);
 	nfsd.start_time = ev_now(nfsd.loop);
-	/* random, never a time: two starts within a clock tick must differ, or a
-	 * client would not resend what the first one lost */
+	return 0;
+}
+
+static void main_loop_stop(void)
+{
+	ev_loop_destroy(nfsd.loop);
+}
+
+/* random, never a time: two starts within a clock tick must differ, or a
+ * client would not resend what the first one lost */
+static int main_write_verf_start(void)
+{
 	if (getrandom(nfsd.write_verf, sizeof(nfsd.write_verf), 0) != (ssize_t)sizeof(nfsd.write_verf)) {
 		log_error("main: no random bytes for the write verifier: %s", strerror(errno));
-		rc = 1;
-		goto out;
+		return EXIT_OS;
 	}
+	return 0;
+}
+
+static int main_drc_start(void)
+{
 	nfsd.drc = drc_new(DRC_ENTRIES);
+	return 0;
+}
+
+static void main_drc_stop(void)
+{
+	drc_free(nfsd.drc);
+}
+
+static void main_cache_stop(void)
+{
+	if (nfsd.cache_on)
+		cache_finalise();
+}
+
+/* Parses upstream.url; connecting waits for main_upstream_connect(). */
+static int main_upstream_start(void)
+{
 	nfsd.upstream = upstream_new(nfsd.loop, &nfsd.cfg, stderr);
-	if (!nfsd.upstream) {
-		rc = 2;
-		goto stop;
-	}
+	return nfsd.upstream ? 0 : EXIT_CONF;
+}
+
+static void main_upstream_stop(void)
+{
+	upstream_free(nfsd.upstream);
+	nfsd.upstream = NULL;
+}
+
+static int main_listener_start(void)
+{
 	nfsd.listener = listener_new(nfsd.loop, (struct sockaddr *)&nfsd.cfg.listen_addr,
 				     nfsd.cfg.listen_addr_len);
-	if (!nfsd.listener || ctl_init(nfsd.loop, nfsd.cfg.control_socket) != 0) {
-		rc = 1;
-		goto stop;
-	}
-	{
-		char volume[2048];
-		snprintf(volume, sizeof(volume), "%s:%s", upstream_server(nfsd.upstream),
-			 upstream_export(nfsd.upstream));
-		if (cache_init(nfsd.loop, &nfsd.cfg.cache, volume) == 0 && writeback_init(nfsd.loop) == 0)
-			nfsd.cache_on = 1;
-		else
-			log_error("main: cache in %s unusable: every call goes to the upstream",
-				  nfsd.cfg.cache.dir);
-	}
+	return nfsd.listener ? 0 : EXIT_OS;
+}
+
+/* The connections it accepted, then the listener. */
+static void main_listener_stop(void)
+{
+	conn_close_all();
+	listener_free(nfsd.listener);
+}
+
+static int main_ctl_start(void)
+{
+	return ctl_init(nfsd.loop, nfsd.cfg.control_socket) == 0 ? 0 : EXIT_OS;
+}
+
+/* An unusable cache is no error: every call goes to the upstream. */
+static int main_cache_start(void)
+{
+	char volume[2048];
+
+	snprintf(volume, sizeof(volume), "%s:%s", upstream_server(nfsd.upstream),
+		 upstream_export(nfsd.upstream));
+	if (cache_init(nfsd.loop, &nfsd.cfg.cache, volume) == 0 && writeback_init(nfsd.loop) == 0)
+		nfsd.cache_on = 1;
+	else
+		log_error("main: cache in %s unusable: every call goes to the upstream",
+			  nfsd.cfg.cache.dir);
+	return 0;
+}
+
+static int main_rpcbind_start(void)
+{
 	if (nfsd.cfg.server_rpcbind &&
-	    rpcbind_register(listener_sockaddr(nfsd.listener), listener_sockaddr_len(nfsd.listener)) != 0) {
-		rc = 1;
-		goto stop;
+	    rpcbind_register(listener_sockaddr(nfsd.listener), listener_sockaddr_len(nfsd.listener)) != 0)
+		return EXIT_OS;
+	return 0;
+}
+
+/* Detach only now, so that start-up errors reach the caller. */
+static int main_detach(void)
+{
+	if (main_args.foreground)
+		return 0;
+	if (daemon(0, 0) != 0) {
+		log_error("main: cannot detach: %s", strerror(errno));
+		return EXIT_OS;
 	}
-	if (!foreground) {
-		/* detach only now, so that start-up errors reach the caller */
-		if (daemon(0, 0) != 0) {
-			log_error("main: cannot detach: %s", strerror(errno));
-			rc = 1;
-			goto stop;
-		}
-		ev_loop_fork(nfsd.loop);
-	}
+	ev_loop_fork(nfsd.loop);
+	return 0;
+}
+
+static int main_upstream_connect(void)
+{
 	log_info("main: nfscached %s listening on %s (NFS 3 and MOUNT 3), upstream %s, control %s",
 		 PACKAGE_VERSION, listener_address(nfsd.listener), nfsd.cfg.upstream_url,
 		 nfsd.cfg.control_socket);
 	upstream_start(nfsd.upstream);
+	return 0;
+}
 
+static int main_signals_start(void)
+{
 	ev_signal_init(&sig_term, sig_stop_cb, SIGTERM);
 	ev_signal_init(&sig_int, sig_stop_cb, SIGINT);
 	ev_signal_init(&sig_hup, sig_hup_cb, SIGHUP);
 	ev_signal_start(nfsd.loop, &sig_term);
 	ev_signal_start(nfsd.loop, &sig_int);
 	ev_signal_start(nfsd.loop, &sig_hup);
+	return 0;
+}
+
+static int main_status_start(void)
+{
 	ev_timer_init(&status_timer, status_poll_cb, STATUS_POLL_S, STATUS_POLL_S);
 	ev_timer_start(nfsd.loop, &status_timer);
-	/* listening, the index open: calls are answered (from the cache, or
-	 * JUKEBOX while the upstream is down) */
-	notify_status("READY=1\n");
+	return 0;
+}
 
-	ev_run(nfsd.loop, 0);
+/* The status poll and the stop's own timers. */
+static void main_status_stop(void)
+{
 	stop_flushing = 0;
 	ev_timer_stop(nfsd.loop, &status_timer);
 	ev_timer_stop(nfsd.loop, &stop_timer);
-	log_info("main: stopped");
+}
 
-stop:
-	rpcbind_unregister();
-	ctl_finalise();
-	conn_close_all();
-	listener_free(nfsd.listener);
-	writeback_finalise();
-	upstream_free(nfsd.upstream);
-	nfsd.upstream = NULL;
-	if (nfsd.cache_on)
-		cache_finalise();
-	drc_free(nfsd.drc);
-	ev_loop_destroy(nfsd.loop);
+struct main_step {
+	const char *name;      /* for the reader and the debugger */
+	int (*start)(void);    /* 0, or the exit status after logging; NULL: nothing */
+	void (*stop)(void);    /* NULL: nothing to undo here */
+};
+
+/*
+ * Read down for the start, up for the stop (chrony main.c).  A step whose
+ * start fails is stopped too, with every step above it; the steps below it
+ * are neither started nor stopped.  An entry with no start holds the stop
+ * of a step further down that must be undone later than the mirror order
+ * would.
+ */
+static const struct main_step main_steps[] = {
+	{ "event loop", main_loop_start, main_loop_stop },
+	{ "write verifier", main_write_verf_start, NULL },
+	{ "duplicate request cache", main_drc_start, main_drc_stop },
+	/* Exception: the cache is started below, after the upstream (its
+	 * volume is named after the upstream's server and export), but
+	 * finalised only here, after the upstream is freed: freeing it
+	 * completes the calls still queued, and their callbacks use cache
+	 * objects. */
+	{ "cache (finalised here)", NULL, main_cache_stop },
+	{ "upstream", main_upstream_start, main_upstream_stop },
+	/* Exception: write-back is started with the cache below but finalised
+	 * here, once the connections and the control socket are gone (their
+	 * calls and commands may wait on it) and before the upstream is freed. */
+	{ "write-back (finalised here)", NULL, writeback_finalise },
+	{ "listener and connections", main_listener_start, main_listener_stop },
+	{ "control socket", main_ctl_start, ctl_finalise },
+	{ "cache and write-back", main_cache_start, NULL },
+	{ "rpcbind registration", main_rpcbind_start, rpcbind_unregister },
+	{ "detach", main_detach, NULL },
+	/* Connecting is undone by upstream_free() ("upstream" above). */
+	{ "upstream connection", main_upstream_connect, NULL },
+	/* Exception: never stopped, so that a signal during the teardown is
+	 * still caught (and ignored) rather than fatal; the loop's destruction
+	 * ends them. */
+	{ "signals", main_signals_start, NULL },
+	{ "status poll", main_status_start, main_status_stop },
+};
+
+/* Start main_steps in order until one fails.  Returns 0 or its exit status;
+ * *n_reached is the number of steps to stop (the failed one included). */
+static int main_start(size_t *n_reached)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(main_steps); i++) {
+		int rc = main_steps[i].start ? main_steps[i].start() : 0;
+		*n_reached = i + 1;
+		if (rc != 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* Stop the first n_reached of main_steps, the last first. */
+static void main_stop(size_t n_reached)
+{
+	while (n_reached > 0) {
+		n_reached--;
+		if (main_steps[n_reached].stop)
+			main_steps[n_reached].stop();
+	}
+}
+
+/* Listening, the index open: calls are answered (from the cache, or
+ * JUKEBOX while the upstream is down) until a signal ends the loop. */
+static void main_run(void)
+{
+	notify_status("READY=1\n");
+	ev_run(nfsd.loop, 0);
+	log_info("main: stopped");
+}
+
+int main(int argc, char **argv)
+{
+	size_t n_reached = 0;
+	int rc = main_args_parse(argc, argv, &main_args);
+
+	if (rc >= 0)
+		goto out;
+	rc = EXIT_SUCCESS;
+	if (main_conf_load(&nfsd.cfg, &main_args, stderr) != 0) {
+		rc = EXIT_CONF;
+		goto out;
+	}
+	if (main_args.check_only) {
+		conf_print(&nfsd.cfg, stdout);
+		goto out;
+	}
+	nfsd.max_payload = max_payload_for(nfsd.cfg.server_max_record);
+	main_process_setup(main_args.foreground);
+	rc = main_start(&n_reached);
+	if (rc == 0)
+		main_run();
+	main_stop(n_reached);
 out:
-	config_free(&nfsd.cfg);
-	free(overrides);
+	conf_free(&nfsd.cfg);
+	free(main_args.overrides);
 	return rc;
 }

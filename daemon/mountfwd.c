@@ -6,12 +6,13 @@
  */
 #include "config.h"
 
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/log.h"
+#include "common/macros.h"
 #include "daemon/mountfwd.h"
+#include "daemon/rpc_poll.h"
 #include "common/xalloc.h"
 
 #define RETRY_S 0.25
@@ -20,14 +21,9 @@ struct mount_req {
 	struct ev_loop *loop;
 	char *server;
 	int port;
-	const struct proc_desc *desc;
-	void *args;
-	struct rpc_cred cred;
-	upstream_done_fn done;
-	void *priv;
-	ev_tstamp deadline;
+	struct upstream_call call;
 	struct rpc_context *rpc;      /* current attempt, or NULL */
-	ev_io io;
+	struct rpc_poll poll;         /* follows rpc while it exists */
 	ev_timer timer;               /* retry delay, and the deadline */
 	int failed;                   /* current attempt failed: retry */
 	int finished;                 /* done() has fired */
@@ -37,7 +33,7 @@ static void mreq_attempt(struct mount_req *m);
 
 static void mreq_drop_rpc(struct mount_req *m)
 {
-	ev_io_stop(m->loop, &m->io);
+	rpc_poll_stop(&m->poll);
 	if (m->rpc) {
 		struct rpc_context *rpc = m->rpc;
 		m->rpc = NULL;
@@ -58,7 +54,7 @@ static void mreq_finish(struct mount_req *m, enum upstream_status st, void *res)
 	if (m->finished)
 		return;
 	m->finished = 1;
-	m->done(m->priv, st, res);
+	m->call.done(m->call.priv, st, res);
 }
 
 static void mreq_call_cb(struct rpc_context *rpc, int status, void *data, void *priv)
@@ -71,7 +67,7 @@ static void mreq_call_cb(struct rpc_context *rpc, int status, void *data, void *
 	if (status == RPC_STATUS_SUCCESS) {
 		mreq_finish(m, UPSTREAM_OK, data);
 	} else if (status == RPC_STATUS_ERROR && upstream_error_status(data) >= 0) {
-		log_limited(LOG_LEVEL_WARNING, "upstream: MOUNT %s: %s", m->desc->name,
+		log_limited(LOG_LEVEL_WARNING, "upstream: MOUNT %s: %s", m->call.desc->name,
 			    (const char *)data);
 		mreq_finish(m, (enum upstream_status)upstream_error_status(data), NULL);
 	} else {
@@ -90,7 +86,7 @@ static void mreq_connect_cb(struct rpc_context *rpc, int status, void *data, voi
 		m->failed = 1;
 		return;
 	}
-	if (m->desc->send(rpc, mreq_call_cb, m->args, m) != 0)
+	if (m->call.desc->send(rpc, mreq_call_cb, m->call.args, m) != 0)
 		m->failed = 1;
 }
 
@@ -104,33 +100,20 @@ static void mreq_after_service(struct mount_req *m)
 	if (m->failed) {
 		m->failed = 0;
 		mreq_drop_rpc(m);
-		double left = m->deadline - ev_now(m->loop);
+		double left = m->call.deadline - ev_now(m->loop);
 		ev_timer_stop(m->loop, &m->timer);
 		ev_timer_set(&m->timer, left < RETRY_S ? (left > 0 ? left : 0) : RETRY_S, 0.);
 		ev_timer_start(m->loop, &m->timer);
 		return;
 	}
-	int pe = rpc_which_events(m->rpc), ev = 0;
-	if (pe & POLLIN)
-		ev |= EV_READ;
-	if (pe & POLLOUT)
-		ev |= EV_WRITE;
-	ev_io_stop(m->loop, &m->io);
-	ev_io_set(&m->io, rpc_get_fd(m->rpc), ev);
-	ev_io_start(m->loop, &m->io);
+	rpc_poll_update(&m->poll);
 }
 
-static void mreq_io_cb(struct ev_loop *loop, ev_io *w, int revents)
+static void mreq_serviced(struct rpc_poll *p, int rc)
 {
-	struct mount_req *m = w->data;
-	int pe = 0;
+	struct mount_req *m = container_of(p, struct mount_req, poll);
 
-	(void)loop;
-	if (revents & EV_READ)
-		pe |= POLLIN;
-	if (revents & EV_WRITE)
-		pe |= POLLOUT;
-	if (rpc_service(m->rpc, pe) < 0 && !m->finished)
+	if (rc < 0 && !m->finished)
 		m->failed = 1;
 	mreq_after_service(m);
 }
@@ -140,8 +123,8 @@ static void mreq_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	struct mount_req *m = w->data;
 
 	(void)revents;
-	if (ev_now(loop) >= m->deadline) {
-		log_warning("upstream: MOUNT %s to %s: no answer in time", m->desc->name, m->server);
+	if (ev_now(loop) >= m->call.deadline) {
+		log_warning("upstream: MOUNT %s to %s: no answer in time", m->call.desc->name, m->server);
 		mreq_finish(m, UPSTREAM_TIMEOUT, NULL);
 		mreq_free(m);
 		return;
@@ -156,8 +139,8 @@ static void mreq_attempt(struct mount_req *m)
 	m->rpc = rpc_init_context();
 	if (!m->rpc)
 		abort();
-	rpc_set_auth(m->rpc, libnfs_authunix_create(m->cred.machinename, m->cred.uid, m->cred.gid,
-						    m->cred.gids_len, m->cred.gids));
+	rpc_poll_start(&m->poll, m->rpc);
+	rpc_set_auth(m->rpc, upstream_call_auth(&m->call));
 	if (m->port)
 		rc = rpc_connect_async(m->rpc, m->server, m->port, mreq_connect_cb, m);
 	else
@@ -167,28 +150,21 @@ static void mreq_attempt(struct mount_req *m)
 		m->failed = 1;
 	/* the deadline timer runs while the attempt is under way */
 	ev_timer_stop(m->loop, &m->timer);
-	double left = m->deadline - ev_now(m->loop);
+	double left = m->call.deadline - ev_now(m->loop);
 	ev_timer_set(&m->timer, left > 0 ? left : 0, 0.);
 	ev_timer_start(m->loop, &m->timer);
 	mreq_after_service(m);
 }
 
-int mountfwd_call(struct ev_loop *loop, const char *server, int port, double timeout_s,
-		  const struct proc_desc *desc, void *args, const struct rpc_cred *cred,
-		  upstream_done_fn done, void *priv)
+int mountfwd_call(struct ev_loop *loop, const char *server, int port,
+		  const struct upstream_call *call)
 {
 	struct mount_req *m = xcalloc(1, sizeof(*m));
 	m->loop = loop;
 	m->server = xstrdup(server);
 	m->port = port;
-	m->desc = desc;
-	m->args = args;
-	m->cred = *cred;
-	m->done = done;
-	m->priv = priv;
-	m->deadline = ev_now(loop) + timeout_s;
-	ev_io_init(&m->io, mreq_io_cb, 0, EV_READ);
-	m->io.data = m;
+	m->call = *call;
+	rpc_poll_init(&m->poll, loop, mreq_serviced);
 	ev_timer_init(&m->timer, mreq_timer_cb, 0., 0.);
 	m->timer.data = m;
 	/* start on the next loop iteration so done() never fires from here */

@@ -13,13 +13,12 @@
 #include "daemon/upstream.h"
 
 /*
- * Forward MOUNT procedure `desc` with `args` (must stay valid until `done`)
- * to `server`, port `port` (0: ask its portmapper), as `cred`.
- * Returns 0: `done` fires exactly once, later — UPSTREAM_TIMEOUT after
- * `timeout_s` seconds without an answer.
+ * Forward the MOUNT call `call` (copied; call->args must stay valid until
+ * call->done) to `server`, port `port` (0: ask its portmapper).
+ * Returns 0: call->done fires exactly once, later — UPSTREAM_TIMEOUT when
+ * call->deadline passes without an answer.
  */
-int mountfwd_call(struct ev_loop *loop, const char *server, int port, double timeout_s,
-		  const struct proc_desc *desc, void *args, const struct rpc_cred *cred,
-		  upstream_done_fn done, void *priv);
+int mountfwd_call(struct ev_loop *loop, const char *server, int port,
+		  const struct upstream_call *call);
 
 #endif

@@ -28,43 +28,54 @@ static int parse_port(const char *s, unsigned *port)
 	return 0;
 }
 
+/* host[size] = the `host_len` bytes at `host_start`, *port = `port_str`:
+ * 0, or -EINVAL when either does not fit. */
+static int host_port_split(const char *host_start, size_t host_len, const char *port_str,
+			   char *host, size_t size, unsigned *port)
+{
+	if (host_len >= size)
+		return -EINVAL;
+	memcpy(host, host_start, host_len);
+	host[host_len] = '\0';
+	return parse_port(port_str, port);
+}
+
+/* *ss / *len = `host` (numeric, of `family`) and `port`: 0 or -EINVAL. */
+static int sockaddr_fill(int family, const char *host, unsigned port,
+			 struct sockaddr_storage *ss, socklen_t *len)
+{
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+	struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+
+	if (inet_pton(family, host, family == AF_INET6 ? (void *)&sin6->sin6_addr
+						       : (void *)&sin->sin_addr) != 1)
+		return -EINVAL;
+	ss->ss_family = (sa_family_t)family;
+	if (family == AF_INET6)
+		sin6->sin6_port = htons(port);
+	else
+		sin->sin_port = htons(port);
+	*len = family == AF_INET6 ? sizeof(*sin6) : sizeof(*sin);
+	return 0;
+}
+
 int netaddr_parse_listen(const char *s, struct sockaddr_storage *ss, socklen_t *len)
 {
 	char host[64];
-	const char *colon;
 	unsigned port;
 
 	memset(ss, 0, sizeof(*ss));
 	if (s[0] == '[') {
 		const char *close = strchr(s, ']');
-		if (!close || close[1] != ':' || (size_t)(close - s - 1) >= sizeof(host))
+		if (!close || close[1] != ':' ||
+		    host_port_split(s + 1, (size_t)(close - s - 1), close + 2, host, sizeof(host), &port))
 			return -EINVAL;
-		memcpy(host, s + 1, close - s - 1);
-		host[close - s - 1] = '\0';
-		if (parse_port(close + 2, &port))
-			return -EINVAL;
-		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
-		if (inet_pton(AF_INET6, host, &sin6->sin6_addr) != 1)
-			return -EINVAL;
-		sin6->sin6_family = AF_INET6;
-		sin6->sin6_port = htons(port);
-		*len = sizeof(*sin6);
-		return 0;
+		return sockaddr_fill(AF_INET6, host, port, ss, len);
 	}
-	colon = strrchr(s, ':');
-	if (!colon || (size_t)(colon - s) >= sizeof(host))
+	const char *colon = strrchr(s, ':');
+	if (!colon || host_port_split(s, (size_t)(colon - s), colon + 1, host, sizeof(host), &port))
 		return -EINVAL;
-	memcpy(host, s, colon - s);
-	host[colon - s] = '\0';
-	if (parse_port(colon + 1, &port))
-		return -EINVAL;
-	struct sockaddr_in *sin = (struct sockaddr_in *)ss;
-	if (inet_pton(AF_INET, host, &sin->sin_addr) != 1)
-		return -EINVAL;
-	sin->sin_family = AF_INET;
-	sin->sin_port = htons(port);
-	*len = sizeof(*sin);
-	return 0;
+	return sockaddr_fill(AF_INET, host, port, ss, len);
 }
 
 const char *netaddr_format(const struct sockaddr *sa, char *buf, size_t buflen)
@@ -123,8 +134,7 @@ int netaddr_acl_parse(const char *s, struct netaddr_acl *acl, char *errbuf, size
 {
 	char *copy = xstrdup(s), *save = NULL;
 
-	acl->nets = NULL;
-	acl->count = 0;
+	memset(&acl->nets, 0, sizeof(acl->nets));
 	for (char *w = strtok_r(copy, " \t,", &save); w; w = strtok_r(NULL, " \t,", &save)) {
 		struct netaddr_net net;
 		if (parse_net(w, &net) != 0) {
@@ -133,8 +143,7 @@ int netaddr_acl_parse(const char *s, struct netaddr_acl *acl, char *errbuf, size
 			netaddr_acl_free(acl);
 			return -EINVAL;
 		}
-		acl->nets = xreallocarray(acl->nets, (acl->count + 1), sizeof(net));
-		acl->nets[acl->count++] = net;
+		ARRAY_PUSH(&acl->nets, net);
 	}
 	free(copy);
 	return 0;
@@ -142,9 +151,7 @@ int netaddr_acl_parse(const char *s, struct netaddr_acl *acl, char *errbuf, size
 
 void netaddr_acl_free(struct netaddr_acl *acl)
 {
-	free(acl->nets);
-	acl->nets = NULL;
-	acl->count = 0;
+	ARRAY_FREE(&acl->nets);
 }
 
 int netaddr_key(const struct sockaddr *sa, uint8_t out[16])
@@ -171,8 +178,8 @@ int netaddr_acl_match(const struct netaddr_acl *acl, const struct sockaddr *sa)
 	uint8_t addr[16];
 	int family = netaddr_key(sa, addr);
 
-	for (size_t i = 0; i < acl->count; i++) {
-		const struct netaddr_net *n = &acl->nets[i];
+	for (size_t i = 0; i < acl->nets.n; i++) {
+		const struct netaddr_net *n = &acl->nets.v[i];
 		if (n->family != family)
 			continue;
 		unsigned full = n->prefix_len / 8, rest = n->prefix_len % 8;

@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "common/array.h"
+
 /* Parse "A.B.C.D:PORT" or "[V6]:PORT" (port 0..65535) into *ss / *len.
  * Returns 0 or -EINVAL. */
 int netaddr_parse_listen(const char *s, struct sockaddr_storage *ss, socklen_t *len);
@@ -24,8 +26,7 @@ struct netaddr_net {
 };
 
 struct netaddr_acl {
-	struct netaddr_net *nets;  /* malloc'd */
-	size_t count;
+	ARRAY(struct netaddr_net) nets;
 };
 
 /* Parse a space- or comma-separated list of networks ("127.0.0.0/8 ::1 10.1.2.3").

@@ -33,7 +33,33 @@ static void usage(FILE *out)
 		"default socket: %s\n", DEFAULT_SOCKET);
 }
 
-int main(int argc, char **argv)
+/* Exit statuses (nfscachectl(8)). */
+enum {
+	CTL_EXIT_OK = 0,          /* the daemon answered "ok" */
+	CTL_EXIT_ERROR = 1,       /* the daemon answered "error: ..." */
+	CTL_EXIT_USAGE = 2,       /* a usage error, or no daemon to ask */
+};
+
+/* The command line to send: the words of argv from `first`, one space
+ * apart, ending in "\n", into line[len].  Returns 0, or -1 after printing
+ * when it does not fit. */
+static int command_line_join(int argc, char **argv, int first, char *line, size_t len)
+{
+	line[0] = '\0';
+	for (int i = first; i < argc; i++) {
+		if (strlen(line) + strlen(argv[i]) + 2 >= len) {
+			fprintf(stderr, "nfscachectl: command too long\n");
+			return -1;
+		}
+		strcat(line, argv[i]);
+		strcat(line, i + 1 < argc ? " " : "\n");
+	}
+	return 0;
+}
+
+/* Parse the options into *socket_path and the command into line[len].
+ * Returns -1 to go on, or the exit status (after -h, -V or a usage error). */
+static int args_parse(int argc, char **argv, const char **socket_path, char *line, size_t len)
 {
 	static const struct option opts[] = {
 		{ "socket", required_argument, NULL, 's' },
@@ -41,88 +67,125 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *path = DEFAULT_SOCKET;
-	char line[1024] = "";
-	int c;
+	int opt;
 
-	while ((c = getopt_long(argc, argv, "+s:hV", opts, NULL)) != -1) {
-		switch (c) {
-		case 's': path = optarg; break;
-		case 'h': usage(stdout); return 0;
-		case 'V': printf("nfscachectl %s\n", PACKAGE_VERSION); return 0;
-		default: usage(stderr); return 2;
+	while ((opt = getopt_long(argc, argv, "+s:hV", opts, NULL)) != -1) {
+		switch (opt) {
+		case 's': *socket_path = optarg; break;
+		case 'h': usage(stdout); return CTL_EXIT_OK;
+		case 'V': printf("nfscachectl %s\n", PACKAGE_VERSION); return CTL_EXIT_OK;
+		default: usage(stderr); return CTL_EXIT_USAGE;
 		}
 	}
 	if (optind >= argc) {
 		usage(stderr);
-		return 2;
+		return CTL_EXIT_USAGE;
 	}
-	for (int i = optind; i < argc; i++) {
-		if (strlen(line) + strlen(argv[i]) + 2 >= sizeof(line)) {
-			fprintf(stderr, "nfscachectl: command too long\n");
-			return 2;
-		}
-		strcat(line, argv[i]);
-		strcat(line, i + 1 < argc ? " " : "\n");
-	}
+	return command_line_join(argc, argv, optind, line, len) == 0 ? -1 : CTL_EXIT_USAGE;
+}
 
+/* A socket connected to the daemon at `path`, or -1 after printing why. */
+static int daemon_socket_connected(const char *path)
+{
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int fd;
+
 	if (strlen(path) >= sizeof(sun.sun_path)) {
 		fprintf(stderr, "nfscachectl: socket path too long: %s\n", path);
-		return 2;
+		return -1;
 	}
 	strcpy(sun.sun_path, path);
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sun, sizeof(sun)) != 0) {
 		fprintf(stderr, "nfscachectl: cannot connect to %s: %s (is nfscached running?)\n", path,
 			strerror(errno));
-		return 2;
+		return -1;
 	}
+	return fd;
+}
+
+/* Write all of `line` to fd.  Returns 0, or -1 after printing. */
+static int command_send(int fd, const char *line, const char *path)
+{
 	size_t len = strlen(line), off = 0;
+
 	while (off < len) {
 		ssize_t n = write(fd, line + off, len - off);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			fprintf(stderr, "nfscachectl: write to %s: %s\n", path, strerror(errno));
-			return 2;
+			return -1;
 		}
 		off += (size_t)n;
 	}
+	return 0;
+}
 
+/* Everything the daemon writes until it closes, NUL-terminated, its length
+ * in *len; malloc'd.  NULL after printing on a read error. */
+static char *reply_read(int fd, const char *path, size_t *len)
+{
 	char *reply = NULL;
-	size_t rlen = 0, cap = 0;
+	size_t cap = 0;
+
+	*len = 0;
 	for (;;) {
-		if (cap - rlen < 4096) {
+		if (cap - *len < 4096) {
 			cap = cap ? cap * 2 : 8192;
 			reply = xreallocarray(reply, cap + 1, 1);
 		}
-		ssize_t n = read(fd, reply + rlen, cap - rlen);
+		ssize_t n = read(fd, reply + *len, cap - *len);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
 			fprintf(stderr, "nfscachectl: read from %s: %s\n", path, strerror(errno));
-			return 2;
+			free(reply);
+			return NULL;
 		}
 		if (n == 0)
 			break;
-		rlen += (size_t)n;
+		*len += (size_t)n;
 	}
-	close(fd);
-	if (!reply || rlen == 0) {
+	reply[*len] = '\0';
+	return reply;
+}
+
+/* Print the reply's body to stdout ("ok") or its message to stderr
+ * ("error: ..."), and return the exit status it calls for. */
+static int reply_exit_status(const char *reply, size_t len, const char *path)
+{
+	if (len == 0) {
 		fprintf(stderr, "nfscachectl: no answer from %s\n", path);
-		return 2;
+		return CTL_EXIT_USAGE;
 	}
-	reply[rlen] = '\0';
 	if (strncmp(reply, "ok\n", 3) == 0) {
-		fwrite(reply + 3, 1, rlen - 3, stdout);
-		free(reply);
-		return 0;
+		fwrite(reply + 3, 1, len - 3, stdout);
+		return CTL_EXIT_OK;
 	}
-	const char *msg = strncmp(reply, "error: ", 7) == 0 ? reply + 7 : reply;
-	fprintf(stderr, "nfscachectl: %s", msg);
-	if (rlen && reply[rlen - 1] != '\n')
+	fprintf(stderr, "nfscachectl: %s", strncmp(reply, "error: ", 7) == 0 ? reply + 7 : reply);
+	if (reply[len - 1] != '\n')
 		fputc('\n', stderr);
+	return CTL_EXIT_ERROR;
+}
+
+int main(int argc, char **argv)
+{
+	const char *path = DEFAULT_SOCKET;
+	char line[1024];
+	size_t len;
+	int rc = args_parse(argc, argv, &path, line, sizeof(line));
+
+	if (rc >= 0)
+		return rc;
+	int fd = daemon_socket_connected(path);
+	if (fd < 0 || command_send(fd, line, path) != 0)
+		return CTL_EXIT_USAGE;
+	char *reply = reply_read(fd, path, &len);
+	close(fd);
+	if (!reply)
+		return CTL_EXIT_USAGE;
+	rc = reply_exit_status(reply, len, path);
 	free(reply);
-	return 1;
+	return rc;
 }

@@ -8,13 +8,13 @@
 #include "config.h"
 
 #include <errno.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "common/log.h"
+#include "common/macros.h"
 #include "daemon/mountfwd.h"
+#include "daemon/rpc_poll.h"
 #include "common/stats.h"
 #include "daemon/upstream.h"
 #include "common/list.h"
@@ -30,12 +30,7 @@ enum up_state { UP_DOWN, UP_CONNECTING, UP_UP };
 struct up_req {
 	struct list_node link;         /* up->waiting or up->sent */
 	struct upstream *up;
-	const struct proc_desc *desc;
-	void *args;
-	struct rpc_cred cred;
-	upstream_done_fn done;
-	void *priv;
-	ev_tstamp deadline;            /* loop time */
+	struct upstream_call call;
 	struct nfs_context *sent_on;   /* context that holds its PDU, or NULL */
 };
 
@@ -51,9 +46,7 @@ struct upstream {
 	int broken;                    /* tear the context down after nfs_service */
 	int ever_up;
 	int reconnecting;              /* libnfs replaced the socket: no reply on it yet */
-	ev_io io;
-	int io_fd, io_events;
-	ino_t sock_ino;                /* socket behind io_fd: changes on libnfs reconnects */
+	struct rpc_poll poll;          /* follows nfs's rpc_context while it exists */
 	ev_timer tick;
 	ev_timer retry;
 	double backoff_s;
@@ -63,6 +56,7 @@ struct upstream {
 };
 
 static void up_connect(struct upstream *up);
+static void up_serviced(struct rpc_poll *p, int rc);
 
 static int url_param(const char *url, const char *name)
 {
@@ -102,7 +96,7 @@ struct upstream *upstream_new(struct ev_loop *loop, const struct nfsd_config *cf
 	up->mount_port = url_param(cfg->upstream_url, "mountport");
 	nfs_destroy_url(url);
 	nfs_destroy_context(nfs);
-	up->io_fd = -1;
+	rpc_poll_init(&up->poll, loop, up_serviced);
 	up->backoff_s = BACKOFF_MIN_S;
 	list_init(&up->waiting);
 	list_init(&up->sent);
@@ -128,48 +122,31 @@ const char *upstream_export(const struct upstream *up)
 	return up->export;
 }
 
+struct AUTH *upstream_call_auth(struct upstream_call *call)
+{
+	struct rpc_cred *cred = &call->cred;
+
+	return libnfs_authunix_create(cred->machinename, cred->uid, cred->gid, cred->gids_len,
+				      cred->gids);
+}
+
 static void req_complete(struct up_req *r, enum upstream_status st, void *res)
 {
 	list_del(&r->link);
-	r->done(r->priv, st, res);
+	r->call.done(r->call.priv, st, res);
 	free(r);
 }
 
 /* Keep the libev watcher in step with what libnfs wants. */
 static void up_io_update(struct upstream *up)
 {
-	int fd = up->nfs ? nfs_get_fd(up->nfs) : -1;
-	int events = 0;
-	struct stat st;
-	ino_t ino = 0;
-
-	if (fd >= 0) {
-		int pe = nfs_which_events(up->nfs);
-		if (pe & POLLIN)
-			events |= EV_READ;
-		if (pe & POLLOUT)
-			events |= EV_WRITE;
-		if (fstat(fd, &st) == 0)
-			ino = st.st_ino;
-	}
-	if (fd == up->io_fd && events == up->io_events && ino == up->sock_ino)
-		return;
-	if (fd >= 0 && fd == up->io_fd && ino != up->sock_ino && up->sock_ino != 0 &&
-	    up->state == UP_UP) {
+	if (rpc_poll_update(&up->poll) && up->state == UP_UP) {
 		/* libnfs is reconnecting by itself, dup2()ing a new socket onto
 		 * the fd; it counts once a reply arrives on it */
 		if (!up->reconnecting)
 			stats.upstream_errors++;
 		up->reconnecting = 1;
 	}
-	ev_io_stop(up->loop, &up->io);
-	if (fd >= 0 && events) {
-		ev_io_set(&up->io, fd, events);
-		ev_io_start(up->loop, &up->io);
-	}
-	up->io_fd = fd;
-	up->io_events = events;
-	up->sock_ino = ino;
 }
 
 static void up_tick_update(struct upstream *up)
@@ -196,10 +173,7 @@ static void up_teardown(struct upstream *up)
 	up->nfs = NULL;
 	up->state = UP_DOWN;
 	up->reconnecting = 0;
-	ev_io_stop(up->loop, &up->io);
-	up->io_fd = -1;
-	up->io_events = 0;
-	up->sock_ino = 0;
+	rpc_poll_stop(&up->poll);
 	nfs_destroy_context(nfs);   /* its PDU callbacks requeue their calls */
 	list_for_each_safe(pos, tmp, &up->sent) {
 		struct up_req *r = list_entry(pos, struct up_req, link);
@@ -259,12 +233,12 @@ static void up_rpc_cb(struct rpc_context *rpc, int status, void *data, void *pri
 	case RPC_STATUS_TIMEOUT:
 		stats.upstream_timeouts++;
 		log_limited(LOG_LEVEL_WARNING, "upstream: %s %s: no reply within %llu ms",
-			    up->server, r->desc->name, (unsigned long long)up->cfg->upstream_timeout_ms);
+			    up->server, r->call.desc->name, (unsigned long long)up->cfg->upstream_timeout_ms);
 		req_complete(r, UPSTREAM_TIMEOUT, NULL);
 		return;
 	case RPC_STATUS_ERROR:
 		if (upstream_error_status(data) >= 0) {
-			log_limited(LOG_LEVEL_WARNING, "upstream: %s %s: %s", up->server, r->desc->name,
+			log_limited(LOG_LEVEL_WARNING, "upstream: %s %s: %s", up->server, r->call.desc->name,
 				    (const char *)data);
 			req_complete(r, (enum upstream_status)upstream_error_status(data), NULL);
 			return;
@@ -288,16 +262,15 @@ static void up_rpc_cb(struct rpc_context *rpc, int status, void *data, void *pri
 static void up_submit(struct upstream *up, struct up_req *r)
 {
 	struct rpc_context *rpc = nfs_get_rpc_context(up->nfs);
-	double left_ms = (r->deadline - ev_now(up->loop)) * 1000.0;
+	double left_ms = (r->call.deadline - ev_now(up->loop)) * 1000.0;
 
 	if (left_ms < 1)
 		left_ms = 1;
-	rpc_set_auth(rpc, libnfs_authunix_create(r->cred.machinename, r->cred.uid, r->cred.gid,
-						 r->cred.gids_len, r->cred.gids));
+	rpc_set_auth(rpc, upstream_call_auth(&r->call));
 	nfs_set_timeout(up->nfs, (int)left_ms);
 	list_del(&r->link);
-	if (r->desc->send(rpc, up_rpc_cb, r->args, r) != 0) {
-		log_warning("upstream: %s %s: cannot queue: %s", up->server, r->desc->name,
+	if (r->call.desc->send(rpc, up_rpc_cb, r->call.args, r) != 0) {
+		log_warning("upstream: %s %s: cannot queue: %s", up->server, r->call.desc->name,
 			    rpc_get_error(rpc));
 		list_add_tail(&up->waiting, &r->link);
 		up->broken = 1;
@@ -305,7 +278,7 @@ static void up_submit(struct upstream *up, struct up_req *r)
 	}
 	r->sent_on = up->nfs;
 	list_add_tail(&up->sent, &r->link);
-	stats.upstream_nfs3[r->desc->proc]++;
+	stats.upstream_nfs3[r->call.desc->proc]++;
 }
 
 static void up_submit_waiting(struct upstream *up)
@@ -314,17 +287,11 @@ static void up_submit_waiting(struct upstream *up)
 		up_submit(up, list_first(&up->waiting, struct up_req, link));
 }
 
-static void up_io_cb(struct ev_loop *loop, ev_io *w, int revents)
+static void up_serviced(struct rpc_poll *p, int rc)
 {
-	struct upstream *up = w->data;
-	int pe = 0;
+	struct upstream *up = container_of(p, struct upstream, poll);
 
-	(void)loop;
-	if (revents & EV_READ)
-		pe |= POLLIN;
-	if (revents & EV_WRITE)
-		pe |= POLLOUT;
-	if (nfs_service(up->nfs, pe) < 0 && !up->broken) {
+	if (rc < 0 && !up->broken) {
 		snprintf(up->last_error, sizeof(up->last_error), "%s", nfs_get_error(up->nfs));
 		up->broken = 1;
 	}
@@ -342,7 +309,7 @@ static void up_tick_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	/* calls still waiting for a connection when their time is up */
 	list_for_each_safe(pos, tmp, &up->waiting) {
 		struct up_req *r = list_entry(pos, struct up_req, link);
-		if (r->deadline <= ev_now(loop)) {
+		if (r->call.deadline <= ev_now(loop)) {
 			stats.upstream_timeouts++;
 			req_complete(r, UPSTREAM_TIMEOUT, NULL);
 		}
@@ -368,7 +335,7 @@ static void up_mount_cb(int status, struct nfs_context *nfs, void *data, void *p
 	up->backoff_s = BACKOFF_MIN_S;
 	uint64_t wtmax = nfs_get_writemax(nfs);
 	up->wtmax = wtmax > UINT32_MAX ? UINT32_MAX : (uint32_t)wtmax;
-	up->sock_ino = 0;   /* the mount's own sockets are not reconnections */
+	rpc_poll_forget_socket(&up->poll);   /* the mount's own sockets are not reconnections */
 	rpc_set_autoreconnect(nfs_get_rpc_context(up->nfs), RECONNECT_RETRIES);
 	if (up->ever_up) {
 		stats.upstream_reconnects++;
@@ -393,6 +360,7 @@ static void up_connect(struct upstream *up)
 		nfs_destroy_url(url);
 	nfs_set_timeout(up->nfs, (int)up->cfg->upstream_timeout_ms);
 	nfs_set_autoreconnect(up->nfs, RECONNECT_RETRIES);
+	rpc_poll_start(&up->poll, nfs_get_rpc_context(up->nfs));
 	up->state = UP_CONNECTING;
 	if (nfs_mount_async(up->nfs, up->server, up->export, up_mount_cb, up) != 0) {
 		log_warning("upstream: %s:%s: cannot start mount: %s", up->server, up->export,
@@ -411,8 +379,6 @@ static void up_retry_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 void upstream_start(struct upstream *up)
 {
-	ev_io_init(&up->io, up_io_cb, 0, EV_READ);
-	up->io.data = up;
 	ev_timer_init(&up->tick, up_tick_cb, TICK_S, TICK_S);
 	up->tick.data = up;
 	ev_timer_init(&up->retry, up_retry_cb, 0., 0.);
@@ -424,20 +390,18 @@ int upstream_call(struct upstream *up, const struct proc_desc *desc, void *args,
 		  const struct rpc_cred *cred, upstream_done_fn done, void *priv)
 {
 	double timeout_s = (double)up->cfg->upstream_timeout_ms / 1000.0;
+	struct upstream_call call = {
+		.desc = desc, .args = args, .cred = *cred, .done = done, .priv = priv,
+		.deadline = ev_now(up->loop) + timeout_s,
+	};
 
 	if (desc->prog == MOUNT_PROGRAM) {
 		stats.upstream_mount3[desc->proc]++;
-		return mountfwd_call(up->loop, up->server, up->mount_port, timeout_s, desc, args,
-				     cred, done, priv);
+		return mountfwd_call(up->loop, up->server, up->mount_port, &call);
 	}
 	struct up_req *r = xcalloc(1, sizeof(*r));
 	r->up = up;
-	r->desc = desc;
-	r->args = args;
-	r->cred = *cred;
-	r->done = done;
-	r->priv = priv;
-	r->deadline = ev_now(up->loop) + timeout_s;
+	r->call = call;
 	list_init(&r->link);
 	list_add_tail(&up->waiting, &r->link);
 	up_submit_waiting(up);
@@ -455,7 +419,7 @@ void upstream_free(struct upstream *up)
 		return;
 	ev_timer_stop(up->loop, &up->tick);
 	ev_timer_stop(up->loop, &up->retry);
-	ev_io_stop(up->loop, &up->io);
+	rpc_poll_stop(&up->poll);
 	if (up->nfs) {
 		struct nfs_context *nfs = up->nfs;
 		up->nfs = NULL;

@@ -29,6 +29,17 @@ enum upstream_status {
 
 typedef void (*upstream_done_fn)(void *priv, enum upstream_status status, void *res);
 
+/* One forwarded call as upstream_call() takes it (upstream.c and
+ * mountfwd.c keep one each in their request structs). */
+struct upstream_call {
+	const struct proc_desc *desc;
+	void *args;                    /* desc's libnfs argument struct; the caller's */
+	struct rpc_cred cred;          /* a copy */
+	upstream_done_fn done;
+	void *priv;
+	ev_tstamp deadline;            /* loop time: UPSTREAM_TIMEOUT from then on */
+};
+
 struct upstream;
 
 /* Parse cfg->upstream_url.  Returns NULL after printing "upstream.url: why"
@@ -50,6 +61,10 @@ void upstream_free(struct upstream *up);
  */
 int upstream_call(struct upstream *up, const struct proc_desc *desc, void *args,
 		  const struct rpc_cred *cred, upstream_done_fn done, void *priv);
+
+/* The AUTH_SYS credential of `call` for rpc_set_auth(), which takes it
+ * over (libnfs_authunix_create(); the groups are copied). */
+struct AUTH *upstream_call_auth(struct upstream_call *call);
 
 /* Classify a libnfs RPC_STATUS_ERROR message: UPSTREAM_FAILED or
  * UPSTREAM_DENIED when the upstream answered, -1 for a transport failure. */

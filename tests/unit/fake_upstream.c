@@ -55,7 +55,7 @@ void fake_daemon_start(struct ev_loop *loop, uint32_t max_payload,
 	nfsd.max_payload = max_payload;
 	if (getrandom(nfsd.write_verf, sizeof(nfsd.write_verf), 0) != (ssize_t)sizeof(nfsd.write_verf))
 		abort();
-	config_defaults(&nfsd.cfg);
+	conf_defaults(&nfsd.cfg);
 	snprintf(F.cache_dir, sizeof(F.cache_dir), "%s/test_sm.XXXXXX",
 		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
 	if (!mkdtemp(F.cache_dir)) {
@@ -91,7 +91,7 @@ void fake_daemon_stop(void)
 		free(F.replies[i]);
 	}
 	free(F.replies);
-	config_free(&nfsd.cfg);
+	conf_free(&nfsd.cfg);
 	memset(&F, 0, sizeof(F));
 	nfsd.cache_on = 0;
 }

@@ -84,7 +84,7 @@ struct fake_reply {
 /* ---- the daemon around the modules ---------------------------------- */
 
 /*
- * The `nfsd` of the tests: configuration defaults (config_defaults), then
+ * The `nfsd` of the tests: configuration defaults (conf_defaults), then
  * `tune(cfg)` when not NULL, a cache on a new temporary directory (under
  * $TMPDIR), write-back, nfsd.max_payload = `max_payload`, a random write
  * verifier, the upstream's wtmax 64 KiB, records empty (the counters are

@@ -4,6 +4,8 @@
  */
 #include "config.h"
 
+#include <errno.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -11,6 +13,42 @@
 #include "tests/unit/tap.h"
 
 static char tmpl[] = "/tmp/test_conf.XXXXXX";
+
+/* server.listen and server.allow, through netaddr.c: what a listen
+ * address parses to, what a bad one is refused for, which peers an allow
+ * list lets in. */
+static void test_netaddr(void)
+{
+	struct sockaddr_storage ss;
+	struct netaddr_acl acl;
+	socklen_t len = 0;
+	char buf[64], bad[32];
+
+	ok(netaddr_parse_listen("127.0.0.1:2049", &ss, &len) == 0 && len == sizeof(struct sockaddr_in) &&
+	   strcmp(netaddr_format((struct sockaddr *)&ss, buf, sizeof(buf)), "127.0.0.1:2049") == 0,
+	   "listen 127.0.0.1:2049");
+	ok(netaddr_parse_listen("[::1]:0", &ss, &len) == 0 && len == sizeof(struct sockaddr_in6) &&
+	   strcmp(netaddr_format((struct sockaddr *)&ss, buf, sizeof(buf)), "[::1]:0") == 0,
+	   "listen [::1]:0");
+	ok(netaddr_parse_listen("127.0.0.1:65536", &ss, &len) == -EINVAL &&
+	   netaddr_parse_listen("127.0.0.1", &ss, &len) == -EINVAL &&
+	   netaddr_parse_listen("[::1]2049", &ss, &len) == -EINVAL &&
+	   netaddr_parse_listen("[1.2.3.4]:1", &ss, &len) == -EINVAL &&
+	   netaddr_parse_listen("::1:1", &ss, &len) == -EINVAL,
+	   "listen: bad port, no port, no colon after ], v4 in brackets, v6 without");
+	ok(netaddr_acl_parse("10.0.0.0/8, ::1 192.168.1.7", &acl, bad, sizeof(bad)) == 0 &&
+	   acl.nets.n == 3, "allow: three networks");
+	netaddr_parse_listen("10.200.3.4:1", &ss, &len);
+	int in10 = netaddr_acl_match(&acl, (struct sockaddr *)&ss);
+	netaddr_parse_listen("192.168.1.8:1", &ss, &len);
+	int host8 = netaddr_acl_match(&acl, (struct sockaddr *)&ss);
+	netaddr_parse_listen("[::1]:1", &ss, &len);
+	ok(in10 && !host8 && netaddr_acl_match(&acl, (struct sockaddr *)&ss),
+	   "allow: 10.200.3.4 and ::1 match, 192.168.1.8 does not");
+	netaddr_acl_free(&acl);
+	ok(netaddr_acl_parse("10.0.0.0/33", &acl, bad, sizeof(bad)) == -EINVAL &&
+	   strcmp(bad, "10.0.0.0/33") == 0 && acl.nets.n == 0, "allow: /33 refused, named, list empty");
+}
 
 /* Write `text` to a temporary file and load it over the defaults; returns
  * load's result and leaves its error output in *err (malloc'd). */
@@ -25,8 +63,8 @@ static int load_text(struct nfsd_config *cfg, const char *text, char **err)
 	if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text))
 		abort();
 	close(fd);
-	config_defaults(cfg);
-	int rc = config_load_file(cfg, path, 0, ef);
+	conf_defaults(cfg);
+	int rc = conf_load_file(cfg, path, 0, ef);
 	fclose(ef);
 	/* replace the random name by "F" so messages compare exactly */
 	char *p = strstr(*err, path);
@@ -47,7 +85,7 @@ static void expect_error(const char *text, const char *want, const char *what)
 
 	ok(rc == -1 && strstr(err, want) != NULL, "%s: got \"%s\"", what, err);
 	free(err);
-	config_free(&cfg);
+	conf_free(&cfg);
 }
 
 int main(void)
@@ -58,29 +96,30 @@ int main(void)
 	size_t errlen;
 	FILE *ef;
 
-	plan(37);
+	plan(43);
+	test_netaddr();
 
 	/* sizes */
-	ok(config_parse_size("1088k", &v) == 0 && v == 1114112, "1088k = 1114112 bytes");
-	ok(config_parse_size("256M", &v) == 0 && v == 256ull << 20, "256M");
-	ok(config_parse_size("2G", &v) == 0 && v == 2ull << 30, "2G");
-	ok(config_parse_size("4096", &v) == 0 && v == 4096, "plain bytes");
-	ok(config_parse_size("12x", &v) != 0, "unknown suffix rejected");
-	ok(config_parse_size("-1", &v) != 0, "negative rejected");
-	ok(config_parse_size("99999999999999999999G", &v) != 0, "overflow rejected");
+	ok(conf_parse_size("1088k", &v) == 0 && v == 1114112, "1088k = 1114112 bytes");
+	ok(conf_parse_size("256M", &v) == 0 && v == 256ull << 20, "256M");
+	ok(conf_parse_size("2G", &v) == 0 && v == 2ull << 30, "2G");
+	ok(conf_parse_size("4096", &v) == 0 && v == 4096, "plain bytes");
+	ok(conf_parse_size("12x", &v) != 0, "unknown suffix rejected");
+	ok(conf_parse_size("-1", &v) != 0, "negative rejected");
+	ok(conf_parse_size("99999999999999999999G", &v) != 0, "overflow rejected");
 
 	/* defaults are the documented ones */
-	config_defaults(&cfg);
+	conf_defaults(&cfg);
 	ok(cfg.server_max_record == 1114112 && cfg.server_secure == 1 &&
 	   cfg.cache.page_size == 4096 && cfg.upstream_timeout_ms == 30000 &&
 	   cfg.cache.brun == 10 && cfg.cache.write_mode == WRITE_MODE_WRITEBACK,
 	   "defaults match nfscached.conf");
 	ef = open_memstream(&err, &errlen);
-	ok(config_finish(&cfg, ef) == -1, "no upstream.url: config_finish fails");
+	ok(conf_finish(&cfg, ef) == -1, "no upstream.url: conf_finish fails");
 	fclose(ef);
 	ok(strstr(err, "upstream.url is required") != NULL, "and says why: %s", err);
 	free(err);
-	config_free(&cfg);
+	conf_free(&cfg);
 
 	/* a good file */
 	ok(load_text(&cfg, "[server]\nlisten = 127.0.0.1:0\nsecure = no\n\n# comment\n[cache]\n"
@@ -88,11 +127,11 @@ int main(void)
 		     &err) == 0, "valid file loads");
 	free(err);
 	ef = open_memstream(&err, &errlen);
-	ok(config_finish(&cfg, ef) == 0 && cfg.cache.readahead == 2u << 20 && cfg.cache.brun == 20 &&
+	ok(conf_finish(&cfg, ef) == 0 && cfg.cache.readahead == 2u << 20 && cfg.cache.brun == 20 &&
 	   cfg.server_secure == 0, "values taken (readahead 2M, brun 20%%, secure no)");
 	fclose(ef);
 	free(err);
-	config_free(&cfg);
+	conf_free(&cfg);
 
 	/* errors carry FILE:LINE */
 	expect_error("[server]\nlisten = 1.2.3.4:5\nbogus = 1\n", "F:3: unknown key \"bogus\" in [server]",
@@ -124,21 +163,21 @@ int main(void)
 	}
 
 	/* overrides and cross-key checks */
-	config_defaults(&cfg);
+	conf_defaults(&cfg);
 	ef = open_memstream(&err, &errlen);
-	ok(config_apply_override(&cfg, "cache.max_dirty=1G", ef) == 0 && cfg.cache.max_dirty == 1ull << 30,
+	ok(conf_apply_override(&cfg, "cache.max_dirty=1G", ef) == 0 && cfg.cache.max_dirty == 1ull << 30,
 	   "-o cache.max_dirty=1G");
-	ok(config_apply_override(&cfg, "cache.nope=1", ef) == -1, "-o unknown key fails");
-	ok(config_apply_override(&cfg, "noequals", ef) == -1, "-o without = fails");
-	config_apply_override(&cfg, "upstream.url=nfs://h/e", ef);
-	config_apply_override(&cfg, "cache.bcull=12%", ef);
-	ok(config_finish(&cfg, ef) == -1, "bcull above brun fails");
+	ok(conf_apply_override(&cfg, "cache.nope=1", ef) == -1, "-o unknown key fails");
+	ok(conf_apply_override(&cfg, "noequals", ef) == -1, "-o without = fails");
+	conf_apply_override(&cfg, "upstream.url=nfs://h/e", ef);
+	conf_apply_override(&cfg, "cache.bcull=12%", ef);
+	ok(conf_finish(&cfg, ef) == -1, "bcull above brun fails");
 	fclose(ef);
 	ok(strstr(err, "-o cache.nope=1: unknown key cache.nope") != NULL &&
 	   strstr(err, "cache.bstop < cache.bcull < cache.brun") != NULL,
 	   "messages name the override and the ordering: %s", err);
 	free(err);
-	config_free(&cfg);
+	conf_free(&cfg);
 
 	/* values found wrong after parsing name their line, or their -o */
 	static const struct { const char *text, *o, *want, *what; } late[] = {
@@ -160,12 +199,12 @@ int main(void)
 		free(err);
 		ef = open_memstream(&err, &errlen);
 		if (late[i].o)
-			config_apply_override(&cfg, late[i].o, ef);
-		rc |= config_finish(&cfg, ef);
+			conf_apply_override(&cfg, late[i].o, ef);
+		rc |= conf_finish(&cfg, ef);
 		fclose(ef);
 		ok(rc != 0 && strstr(err, late[i].want) != NULL, "%s: got \"%s\"", late[i].what, err);
 		free(err);
-		config_free(&cfg);
+		conf_free(&cfg);
 	}
 	return done();
 }
