@@ -26,12 +26,14 @@
 # When ./nfscached is an ASan/UBSan build, an -O2 build of the same files is
 # made in the temporary directory and measured instead.
 # Every process started here is stopped by PID at exit.
+[ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"     # `sh run.sh` too
 set -u
 
 srcdir=$(cd "$(dirname "$0")/../.." && pwd)
 : "${top_srcdir:=$srcdir}"
 : "${top_builddir:=$(pwd)}"
 [ -x "$top_builddir/nfscached" ] || top_builddir=$srcdir
+for lib in proc upstream daemon; do . "$srcdir/tests/lib/$lib.sh"; done
 NFSCACHED=$top_builddir/nfscached
 NFSCACHECTL=$top_builddir/nfscachectl
 NFSBENCH=$top_builddir/tests/bench/nfsbench
@@ -39,6 +41,11 @@ RELAY=$top_builddir/tests/bench/delay-relay
 REPORT_PY=$srcdir/tests/bench/report.py
 OUT=${BENCH_OUT:-$srcdir/doc}
 CLIENT_TIMEOUT=${CLIENT_TIMEOUT:-600}
+GANESHA_PROTOCOLS="3, 4"        # the upstream and the proxy serve NFSv4 too
+CTL_TIMEOUT=30
+NFSCACHED_START_TIMEOUT=120     # opening an index of MEM_FILES objects
+NFSCACHED_UP_TIMEOUT=20
+NFSCACHED_STOP_TIMEOUT=300      # SIGTERM writes dirty data back first
 
 # PROXY_V4 over a 5 ms link answers a few dozen small calls a second: it
 # gets at most PROXY_CAP calls (files for trees) of S2, S3 and S6, and its
@@ -82,31 +89,18 @@ S6_FILE_SIZE=${S6_FILE_SIZE:-$d_S6SZ}  # bytes each
 MEM_FILES=${MEM_FILES:-$d_MEM}         # tiny files cached for the RSS / index-open measure
 
 # ---- state and cleanup ---------------------------------------------------
-TMP=$(mktemp -d /tmp/nfscached-bench.XXXXXX)
-EXPORT_DIR=$TMP/export
-RES=$TMP/results
+T_TMP=$(mktemp -d /tmp/nfscached-bench.XXXXXX)
+EXPORT_DIR=$T_TMP/export
+RES=$T_TMP/results
 mkdir -p "$EXPORT_DIR" "$RES/raw"
 RESULTS=$RES/results.jsonl
 : > "$RESULTS"
 GANESHA_PID= PROXY_PID= RELAY_PID= NFSCACHED_PID= RPCBIND_PID=
-UP_NFS_PORT= UP_MNT_PORT= LP= LM= PP= PORT= DELAY=
-CTL=$TMP/ctl.sock
+UP_NFS_PORT= UP_MNT_PORT= LP= LM= PP= PORT= DELAY= USED_PORTS=
+CTL=$T_TMP/ctl.sock
 T_START=$SECONDS
 
 log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*"; }
-
-stop_pid() {    # stop_pid PID SECONDS: SIGTERM, SIGKILL after SECONDS
-    local pid=$1 i
-    kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null; return 0; }
-    kill -TERM "$pid" 2>/dev/null
-    for ((i = 0; i < $2 * 10; i++)); do
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.1
-    done
-    kill -KILL "$pid" 2>/dev/null
-    wait "$pid" 2>/dev/null
-    return 0
-}
 
 cleanup() {
     local rc=$?
@@ -115,13 +109,13 @@ cleanup() {
     [ -n "$NFSCACHED_PID" ] && stop_pid "$NFSCACHED_PID" 20
     [ -n "$PROXY_PID" ] && stop_pid "$PROXY_PID" 2
     [ -n "$RELAY_PID" ] && stop_pid "$RELAY_PID" 2
-    [ -n "$GANESHA_PID" ] && stop_pid "$GANESHA_PID" 5
+    stop_upstream
     [ -n "$RPCBIND_PID" ] && stop_pid "$RPCBIND_PID" 3
     if [ "$KEEP" = 1 ] || [ "$rc" != 0 ]; then
-        echo "temporary directory kept: $TMP"
-        [ "$KEEP" = 1 ] || rm -rf "$EXPORT_DIR" "$TMP/cache"   # the bulky parts
+        echo "temporary directory kept: $T_TMP"
+        [ "$KEEP" = 1 ] || rm -rf "$EXPORT_DIR" "$T_TMP/cache"   # the bulky parts
     else
-        rm -rf "$TMP"
+        rm -rf "$T_TMP"
     fi
     exit "$rc"
 }
@@ -149,38 +143,6 @@ command -v gnuplot >/dev/null || echo "warning: gnuplot missing, no plots" >&2
 [ -d /usr/lib/x86_64-linux-gnu/ganesha ] && PLUGINS_DIR=/usr/lib/x86_64-linux-gnu/ganesha ||
     PLUGINS_DIR=$(dirname "$(find /usr/lib* -name 'libfsalproxy_v4.so' 2>/dev/null | head -n 1)")
 
-ensure_rpcbind() {
-    local i
-    rpcinfo -p >/dev/null 2>&1 && return 0
-    command -v rpcbind >/dev/null || return 1
-    rm -f /run/rpcbind.sock /run/rpcbind.lock
-    setsid unshare -n rpcbind -f </dev/null >"$TMP/rpcbind.log" 2>&1 &
-    RPCBIND_PID=$!
-    for ((i = 0; i < 50; i++)); do
-        rpcinfo -p >/dev/null 2>&1 && return 0
-        sleep 0.1
-    done
-    return 1
-}
-
-port_free() { [ -z "$(ss -Htan "( sport = :$1 )" 2>/dev/null)" ]; }
-USED_PORTS=" "
-pick_pair() {   # prints two consecutive free ports not handed out before
-    local p i
-    for ((i = 0; i < 200; i++)); do
-        p=$((20000 + RANDOM % 12000))
-        case $USED_PORTS in *" $p "*|*" $((p + 1)) "*) continue ;; esac
-        if port_free "$p" && port_free $((p + 1)); then
-            echo "$p"
-            return 0
-        fi
-    done
-    return 1
-}
-
-url() {   # url NFSPORT MNTPORT [PATH]
-    echo "nfs://127.0.0.1/export${3:+/$3}?version=3&nfsport=$1&mountport=$2"
-}
 target_url() {   # target_url TARGET [PATH]
     case $1 in
         direct) url "$LP" "$LM" "${2:-}" ;;
@@ -189,123 +151,39 @@ target_url() {   # target_url TARGET [PATH]
     esac
 }
 
-wait_serving() {   # wait_serving PID URL SECONDS
-    local deadline=$((SECONDS + $3))
-    while [ "$SECONDS" -lt "$deadline" ] && kill -0 "$1" 2>/dev/null; do
-        timeout 5 nfs-ls "$2" >/dev/null 2>&1 && return 0
-        sleep 0.1
-    done
-    return 1
-}
-
-# ---- the upstream: ganesha FSAL VFS, NFSv3 and NFSv4 ---------------------
-start_upstream() {
-    local d=$TMP/ganesha p
-    mkdir -p "$d/recov"
-    p=$(pick_pair) || die "no free ports"
-    UP_NFS_PORT=$p UP_MNT_PORT=$((p + 1)) USED_PORTS+="$p $((p + 1)) "
-    cat > "$d/ganesha.conf" <<EOF
-NFS_CORE_PARAM {
-    Bind_addr = 127.0.0.1;
-    NFS_Port = $UP_NFS_PORT;
-    MNT_Port = $UP_MNT_PORT;
-    Enable_NLM = false;
-    Enable_RQUOTA = false;
-    Enable_UDP = false;
-    Protocols = 3, 4;
-    mount_path_pseudo = true;
-}
-NFSv4 {
-    Graceless = true;
-    RecoveryBackend = fs;
-    RecoveryRoot = "$d/recov";
-}
-NFS_KRB5 { Active_krb5 = false; }
-MDCACHE { Use_Getattr_Directory_Invalidation = true; }
-EXPORT {
-    Export_Id = 1;
-    Path = "$EXPORT_DIR";
-    Pseudo = /export;
-    Access_Type = RW;
-    Squash = no_root_squash;
-    SecType = sys;
-    Protocols = 3, 4;
-    Transports = TCP;
-    Attr_Expiration_Time = 0;
-    FSAL { Name = VFS; }
-}
-EOF
-    setsid ganesha.nfsd -F -f "$d/ganesha.conf" -L "$d/ganesha.log" -p "$d/ganesha.pid" \
-        -N NIV_EVENT </dev/null >>"$d/ganesha.out" 2>&1 &
-    GANESHA_PID=$!
-    wait_serving "$GANESHA_PID" "$(url "$UP_NFS_PORT" "$UP_MNT_PORT")" 40 ||
-        die "upstream ganesha did not start (log: $d/ganesha.log)"
-    log "upstream ganesha pid $GANESHA_PID on $UP_NFS_PORT/$UP_MNT_PORT"
-}
-
 # ---- the relay: DELAY ms each way, for NFS and MOUNT ---------------------
 start_relay() {   # start_relay DELAY_MS
-    local p
     [ -n "$RELAY_PID" ] && { stop_pid "$RELAY_PID" 2; RELAY_PID=; }
     if [ -z "$LP" ]; then
-        p=$(pick_pair) || die "no free ports"
-        LP=$p LM=$((p + 1)) USED_PORTS+="$p $((p + 1)) "
+        pick_pair LP || die "no free ports"
+        LM=$((LP + 1))
+        NFSCACHED_UPSTREAM_URL="nfs://127.0.0.1/export?nfsport=$LP&mountport=$LM"
     fi
     DELAY=$1
     "$RELAY" "$1" "127.0.0.1:$LP=127.0.0.1:$UP_NFS_PORT" "127.0.0.1:$LM=127.0.0.1:$UP_MNT_PORT" \
-        </dev/null >>"$TMP/relay.log" 2>&1 &
+        </dev/null >>"$T_TMP/relay.log" 2>&1 &
     RELAY_PID=$!
-    wait_serving "$RELAY_PID" "$(url "$LP" "$LM")" 20 || die "delay-relay did not start (log: $TMP/relay.log)"
+    wait_serving "$RELAY_PID" "$(url "$LP" "$LM")" 20 || die "delay-relay did not start (log: $T_TMP/relay.log)"
     log "relay pid $RELAY_PID: ${1} ms, $LP/$LM -> $UP_NFS_PORT/$UP_MNT_PORT"
 }
 
 # ---- the peer: ganesha PROXY_V4 in front of the relay --------------------
 start_proxy() {
-    local d=$TMP/proxy p
+    local d=$T_TMP/proxy
     stop_proxy
     rm -rf "$d"
     mkdir -p "$d/recov"
-    if [ -z "$PP" ]; then
-        p=$(pick_pair) || die "no free ports"
-        PP=$p USED_PORTS+="$p $((p + 1)) "
-    fi
-    cat > "$d/ganesha.conf" <<EOF
-NFS_CORE_PARAM {
-    Bind_addr = 127.0.0.1;
-    NFS_Port = $PP;
-    MNT_Port = $((PP + 1));
-    Enable_NLM = false;
-    Enable_RQUOTA = false;
-    Enable_UDP = false;
-    Protocols = 3, 4;
-    Plugins_Dir = "$PLUGINS_DIR";
-    mount_path_pseudo = true;
-}
-NFSv4 {
-    Graceless = true;
-    RecoveryBackend = fs;
-    RecoveryRoot = "$d/recov";
-}
-NFS_KRB5 { Active_krb5 = false; }
-EXPORT {
-    Export_Id = 1;
-    Path = "/export";
-    Pseudo = "/export";
-    Access_Type = RW;
-    Squash = no_root_squash;
-    SecType = sys;
-    Protocols = 3, 4;
-    Transports = TCP;
-    Attr_Expiration_Time = 0;
-    FSAL {
+    [ -n "$PP" ] || pick_pair PP || die "no free ports"
+    {
+        ganesha_core "$d" 127.0.0.1 "$PP" $((PP + 1)) "$PLUGINS_DIR"
+        ganesha_export 1 /export /export "" "FSAL {
         Name = PROXY_V4;
         Srv_Addr = 127.0.0.1;
         NFS_Port = $LP;
         Use_Privileged_Client_Port = false;
         RPC_Client_Timeout = 30;
-    }
-}
-EOF
+    }"
+    } > "$d/ganesha.conf"
     # a SIGKILLed ganesha leaves its rpcbind registrations behind and the next
     # one then fails "Cannot register NFS V3 on TCP": drop them (clients here
     # use explicit ports, never rpcbind)
@@ -313,14 +191,13 @@ EOF
     for prog in 100003 100005; do
         for v in 1 3 4; do rpcinfo -d "$prog" "$v" >/dev/null 2>&1; done
     done
-    setsid ganesha.nfsd -F -f "$d/ganesha.conf" -L "$d/ganesha.log" -p "$d/ganesha.pid" \
-        -N NIV_EVENT </dev/null >>"$d/ganesha.out" 2>&1 &
+    ganesha_spawn "$d"
     PROXY_PID=$!
     wait_serving "$PROXY_PID" "$(target_url proxy)" 30 && return 0
     [ "${1:-}" = retry ] && die "PROXY_V4 ganesha did not start (log: $d/ganesha.log)"
     # seen once: it could not connect to the relay; restart both and retry
     log "PROXY_V4 did not start; restarting the relay and the proxy"
-    cp "$d/ganesha.log" "$TMP/proxy-failed-$(date +%s).log"
+    cp "$d/ganesha.log" "$T_TMP/proxy-failed-$(date +%s).log"
     start_relay "$DELAY"
     start_proxy retry
 }
@@ -331,56 +208,19 @@ stop_proxy() {   # it never finishes a SIGTERM: SIGKILL after 2 s
 }
 
 # ---- nfscached -----------------------------------------------------------
-ctl() { timeout 30 "$NFSCACHECTL" -s "$CTL" "$@"; }
-
-# start_nfscached [--keep-cache] [-o SECTION.KEY=VALUE]...: a cold start
-# (empty cache directory) unless --keep-cache.
-start_nfscached() {
-    local deadline keep=0
+# bench_nfscached [--keep-cache] [-o SECTION.KEY=VALUE]...: (re)starts
+# nfscached in front of the relay, write_mode writeback; a cold start (empty
+# cache directory) unless --keep-cache.
+bench_nfscached() {
+    local keep=0
     [ "${1:-}" = --keep-cache ] && { keep=1; shift; }
     stop_nfscached
-    [ "$keep" = 1 ] || rm -rf "$TMP/cache"
-    mkdir -p "$TMP/cache"
-    cat > "$TMP/nfscached.conf" <<EOF
-[server]
-listen = 127.0.0.1:0
-secure = no
-allow = 127.0.0.0/8
-[upstream]
-url = nfs://127.0.0.1/export?nfsport=$LP&mountport=$LM
-[cache]
-dir = $TMP/cache
-write_mode = writeback
-[control]
-socket = $CTL
-[log]
-level = info
-EOF
-    echo "--- start $* (delay $DELAY ms)" >> "$TMP/nfscached.log"
-    NFSCACHED_T0=$(date +%s%N)
-    "$NFSCACHED" -f -c "$TMP/nfscached.conf" "$@" </dev/null >>"$TMP/nfscached.log" 2>&1 &
-    NFSCACHED_PID=$!
-    PORT=
-    deadline=$((SECONDS + 120))
-    while [ -z "$PORT" ] || [ "$PORT" = 0 ]; do
-        if [ "$SECONDS" -ge "$deadline" ] || ! kill -0 "$NFSCACHED_PID" 2>/dev/null; then
-            tail -n 20 "$TMP/nfscached.log" >&2
-            die "nfscached did not report a listening port"
-        fi
-        PORT=$(ctl status 2>/dev/null | awk '$1 == "listen" { sub(/.*:/, "", $2); print $2 }')
-        [ -n "$PORT" ] || sleep 0.01
-    done
-    NFSCACHED_T1=$(date +%s%N)
-    deadline=$((SECONDS + 20))
-    until ctl status 2>/dev/null | grep -qx 'upstream up'; do
-        [ "$SECONDS" -lt "$deadline" ] || { echo "nfscached: upstream not up after 20 s" >&2; break; }
-        sleep 0.05
-    done
-}
-stop_nfscached() {   # SIGTERM writes dirty data back first: allow it time
-    [ -n "$NFSCACHED_PID" ] || return 0
-    stop_pid "$NFSCACHED_PID" 300
-    NFSCACHED_PID= PORT=
+    [ "$keep" = 1 ] || rm -rf "$T_TMP/cache"
+    echo "--- start $* (delay $DELAY ms)" >> "$T_TMP/nfscached.log"
+    if ! start_nfscached -o cache.write_mode=writeback "$@"; then
+        tail -n 20 "$T_TMP/nfscached.log" >&2
+        die "nfscached did not start"
+    fi
 }
 cpu_ticks() {   # utime + stime of nfscached, clock ticks (/proc/PID/stat 14, 15)
     sed 's/.*) //' "/proc/$NFSCACHED_PID/stat" 2>/dev/null | awk '{ print $12 + $13 }'
@@ -395,7 +235,7 @@ start_target() {
     shift
     case $t in
         direct) : ;;
-        nfscached) start_nfscached "$@" ;;
+        nfscached) bench_nfscached "$@" ;;
         proxy) start_proxy ;;
     esac
 }
@@ -607,12 +447,12 @@ EOF
 # S6 (W4): read a tree of S6_FILES files whole, -j 4, cold then warm.
 s6() {
     local t ph
-    [ -d "$EXPORT_DIR/s6" ] || make_tree s6 "$S6_FILES" "$S6_FILE_SIZE" "$TMP/s6.list"
+    [ -d "$EXPORT_DIR/s6" ] || make_tree s6 "$S6_FILES" "$S6_FILE_SIZE" "$T_TMP/s6.list"
     for t in $TARGETS; do
-        head -n "$(cap "$t" "$S6_FILES" 3)" "$TMP/s6.list" > "$TMP/s6.$t.list"
+        head -n "$(cap "$t" "$S6_FILES" 3)" "$T_TMP/s6.list" > "$T_TMP/s6.$t.list"
         start_target "$t"
         for ph in cold warm; do
-            bench "S6.$t.d$DELAY.$ph" "$t" "$ph" tree -- -w tree -j 4 -b 1m -l "$TMP/s6.$t.list" \
+            bench "S6.$t.d$DELAY.$ph" "$t" "$ph" tree -- -w tree -j 4 -b 1m -l "$T_TMP/s6.$t.list" \
                 "$(target_url "$t" s6)"
         done
         stop_targets
@@ -623,21 +463,21 @@ s6() {
 # the time to open the index with that many objects at the next start.
 mem() {
     local rss0 rss1 objs open_ms log_ms line t
-    [ -d "$EXPORT_DIR/mem" ] || make_tree mem "$MEM_FILES" 64 "$TMP/mem.list"
-    start_nfscached
+    [ -d "$EXPORT_DIR/mem" ] || make_tree mem "$MEM_FILES" 64 "$T_TMP/mem.list"
+    bench_nfscached
     rss0=$(rss_kb)
-    bench "MEM.nfscached.d$DELAY.read" nfscached cold tree -- -w tree -j 16 -b 1m -l "$TMP/mem.list" \
+    bench "MEM.nfscached.d$DELAY.read" nfscached cold tree -- -w tree -j 16 -b 1m -l "$T_TMP/mem.list" \
         "$(target_url nfscached mem)"
     rss1=$(rss_kb)
     objs=$(ctl stats | awk '$1 == "cache.objects" { print $2 }')
     stop_nfscached
     local lines0
-    lines0=$(wc -l < "$TMP/nfscached.log")
-    start_nfscached --keep-cache
-    open_ms=$(((NFSCACHED_T1 - NFSCACHED_T0) / 1000000))
-    line=$(tail -n +"$((lines0 + 1))" "$TMP/nfscached.log" | grep -m 1 -E 'cache: .*: [0-9]+ objects')
+    lines0=$(wc -l < "$T_TMP/nfscached.log")
+    bench_nfscached --keep-cache
+    open_ms=$NFSCACHED_START_MS
+    line=$(tail -n +"$((lines0 + 1))" "$T_TMP/nfscached.log" | grep -m 1 -E 'cache: .*: [0-9]+ objects')
     # a warm read of the whole tree after the restart (objects revalidated)
-    bench "MEM.nfscached.d$DELAY.reread" nfscached warm tree -- -w tree -j 16 -b 1m -l "$TMP/mem.list" \
+    bench "MEM.nfscached.d$DELAY.reread" nfscached warm tree -- -w tree -j 16 -b 1m -l "$T_TMP/mem.list" \
         "$(target_url nfscached mem)"
     local rss2
     rss2=$(rss_kb)
@@ -650,26 +490,26 @@ mem() {
 
 # ---- main ------------------------------------------------------------------
 # A build with sanitizers measures the sanitizers: benchmark an optimised
-# build of the same sources instead (out of tree, in $TMP/build).
+# build of the same sources instead (out of tree, in $T_TMP/build).
 ASAN=0
 if ldd "$NFSCACHED" 2>/dev/null | grep -q libasan; then
-    log "nfscached in $top_builddir is an ASan/UBSan build: building an -O2 one in $TMP/build"
-    mkdir -p "$TMP/build"
+    log "nfscached in $top_builddir is an ASan/UBSan build: building an -O2 one in $T_TMP/build"
+    mkdir -p "$T_TMP/build"
     # the tracked files as they are in the working tree (a configured source
     # tree cannot host a second, out-of-tree build)
-    if (cd "$srcdir" && git ls-files -z | tar --null -T - -cf -) | tar -xf - -C "$TMP/build" &&
-        (cd "$TMP/build" && autoreconf -fi && ./configure CFLAGS="-O2 -g" --disable-e2e-tests \
+    if (cd "$srcdir" && git ls-files -z | tar --null -T - -cf -) | tar -xf - -C "$T_TMP/build" &&
+        (cd "$T_TMP/build" && autoreconf -fi && ./configure CFLAGS="-O2 -g" --disable-e2e-tests \
             --with-systemdsystemunitdir=no && make -j2 nfscached nfscachectl) \
-            > "$TMP/build.log" 2>&1; then
-        NFSCACHED=$TMP/build/nfscached
-        NFSCACHECTL=$TMP/build/nfscachectl
+            > "$T_TMP/build.log" 2>&1; then
+        NFSCACHED=$T_TMP/build/nfscached
+        NFSCACHECTL=$T_TMP/build/nfscachectl
     else
-        log "warning: the -O2 build failed (see $TMP/build.log): using the ASan build, slower"
+        log "warning: the -O2 build failed (see $T_TMP/build.log): using the ASan build, slower"
         ASAN=1
     fi
 fi
-ensure_rpcbind || die "no rpcbind for ganesha to register with"
-start_upstream
+start_upstream 2>"$T_TMP/upstream.err" || die "upstream ganesha: $(tr '\n' ' ' <"$T_TMP/upstream.err")"
+log "upstream ganesha pid $GANESHA_PID on $UP_NFS_PORT/$UP_MNT_PORT"
 cat > "$RES/params.json" <<EOF
 {"quick": $QUICK, "nfscached_asan_build": $ASAN, "PROXY_CAP_at_5ms": $PROXY_CAP, "scenarios": "$SCENARIOS", "delays": "$DELAYS", "targets": "$TARGETS",
  "S1_SIZE_MiB": $S1_SIZE, "S2_SIZE_MiB": $S2_SIZE, "S2_WRITES": $S2_WRITES, "S2_READS": $S2_READS,

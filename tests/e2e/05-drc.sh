@@ -8,23 +8,20 @@
 . "$(dirname "$0")/../lib.sh"
 setup
 
-RPC=("timeout" "-k" "5" "30" "python3" "$top_srcdir/tests/rpc.py"
-     "--port" "$PORT" "--mount-port" "${PORT_MNT:-$PORT}" "--timeout" "10")
+RPC_LIMIT=30 RPC_TIMEOUT=10
 direct=${NFSCACHED_E2E_DIRECT:-0}
 XID=0x5eed$(printf '%04x' $((RANDOM % 65536)))
 NAME=drc-victim
 
-# val FILE KEY: the value of "KEY: value" in FILE
-val() { awk -v k="$2:" '$1 == k { sub(/^[^:]*: /, ""); print; exit }' "$1"; }
 # counter NAME: a counter of the daemon, or "-" without one
 counter() { [ "$direct" = 1 ] && { echo -; return; }; stat_value "$1" || echo "?"; }
 
-"${RPC[@]}" mnt > "$T_TMP/mnt.out"
+rpc mnt > "$T_TMP/mnt.out"
 is "$(val "$T_TMP/mnt.out" mount_status)" 0 "MNT /export through the proxy"
 FH=$(val "$T_TMP/mnt.out" fh)
 [ -n "$FH" ] || fail_or_skip "no root file handle"
 
-"${RPC[@]}" create "$FH" "$NAME" > "$T_TMP/create.out"
+rpc create "$FH" "$NAME" > "$T_TMP/create.out"
 is "$(val "$T_TMP/create.out" nfs_status)" NFS3_OK "CREATE $NAME (UNCHECKED)"
 [ -f "$EXPORT_DIR/$NAME" ]
 ok $? "$NAME exists in the export directory"
@@ -33,7 +30,7 @@ hits0=$(counter rpc.drc.hits)
 up0=$(counter upstream.calls.REMOVE)
 
 # the REMOVE, and the same bytes again at once on the same connection
-"${RPC[@]}" remove "$FH" "$NAME" --xid "$XID" --repeat 2 --save "$T_TMP/remove.rec" \
+rpc remove "$FH" "$NAME" --xid "$XID" --repeat 2 --save "$T_TMP/remove.rec" \
     > "$T_TMP/remove.out"
 ok $? "REMOVE with xid $XID sent twice on one connection" || diag "$(cat "$T_TMP/remove.out")"
 is "$(val "$T_TMP/remove.out" xid)" "$XID" "the reply carries xid $XID"
@@ -54,7 +51,7 @@ else
 fi
 
 # the same record once more, on a new connection (a reconnecting client)
-"${RPC[@]}" send "$T_TMP/remove.rec" > "$T_TMP/resend.out"
+rpc send "$T_TMP/remove.rec" > "$T_TMP/resend.out"
 ok $? "the same REMOVE bytes sent on a new connection" || diag "$(cat "$T_TMP/resend.out")"
 if [ "$direct" = 1 ]; then
     diag "upstream's own answer on a new connection: $(val "$T_TMP/resend.out" nfs_status)"
@@ -68,10 +65,10 @@ else
 fi
 
 # the same arguments under a new XID are a new call: it runs, and finds nothing
-"${RPC[@]}" remove "$FH" "$NAME" > "$T_TMP/again.out"
+rpc remove "$FH" "$NAME" > "$T_TMP/again.out"
 is "$(val "$T_TMP/again.out" nfs_status)" NFS3ERR_NOENT "REMOVE with another xid: NFS3ERR_NOENT"
 # the same XID with other arguments is not a retransmission either
-"${RPC[@]}" remove "$FH" "$NAME-other" --xid "$XID" > "$T_TMP/other.out"
+rpc remove "$FH" "$NAME-other" --xid "$XID" > "$T_TMP/other.out"
 is "$(val "$T_TMP/other.out" nfs_status)" NFS3ERR_NOENT \
     "same xid, other name: runs (NFS3ERR_NOENT), not replayed"
 if [ "$direct" != 1 ]; then

@@ -25,9 +25,9 @@ echo data > "$EXPORT_DIR/file"
 nfs_ls "$(proxy_url)" >/dev/null && nfs_cat "$(proxy_url file)" >/dev/null
 ok $? "traffic: nfs-ls and nfs-cat through the proxy"
 
-ctl stats > "$T_TMP/stats"
+ctl stats > "$T_TMP/text.stats"
 ok $? "nfscachectl stats"
-bad=$(grep -vE '^([A-Za-z0-9_.]+ -?[0-9]+(\.[0-9]+)?|#.*|)$' "$T_TMP/stats")
+bad=$(grep -vE '^([A-Za-z0-9_.]+ -?[0-9]+(\.[0-9]+)?|#.*|)$' "$T_TMP/text.stats")
 is "$bad" "" "stats: every line is 'name value'"
 NFS3="NULL GETATTR SETATTR LOOKUP ACCESS READLINK READ WRITE CREATE MKDIR SYMLINK
       MKNOD REMOVE RMDIR RENAME LINK READDIR READDIRPLUS FSSTAT FSINFO PATHCONF COMMIT"
@@ -35,32 +35,31 @@ names=(upstream.errors upstream.reconnects rpc.drc.hits)
 for p in $NFS3; do names+=("nfs3.calls.$p" "upstream.calls.$p"); done
 for p in NULL MNT DUMP UMNT UMNTALL EXPORT; do names+=("mount3.calls.$p"); done
 # the cache's counters come in groups: the read cache, write-back, culling
-if grep -q '^cache\.' "$T_TMP/stats"; then
+if grep -q '^cache\.' "$T_TMP/text.stats"; then
     names+=(cache.read.hits cache.read.partial_hits cache.read.misses
         cache.read.bytes_local cache.read.bytes_upstream cache.write.bytes
         cache.objects cache.bytes cache.invalidations cache.nospace
         backing.write.calls backing.write.bytes backing.read.calls)
 fi
-if grep -q '^cache\.\(dirty\|writeback\)\.' "$T_TMP/stats"; then
+if grep -q '^cache\.\(dirty\|writeback\)\.' "$T_TMP/text.stats"; then
     names+=(cache.writeback.bytes cache.writeback.errors cache.dirty.bytes)
 fi
-if grep -q '^cache\.culled\.' "$T_TMP/stats"; then
+if grep -q '^cache\.culled\.' "$T_TMP/text.stats"; then
     names+=(cache.culled.objects cache.culled.bytes)
 fi
-missing=$(for n in "${names[@]}"; do grep -q "^$n " "$T_TMP/stats" || echo "$n"; done)
+missing=$(for n in "${names[@]}"; do grep -q "^$n " "$T_TMP/text.stats" || echo "$n"; done)
 is "$(echo $missing)" "" "stats: all ${#names[@]} counters of the design are reported"
-val() { awk -v n="$1" '$1 == n { print $2 }' "$T_TMP/stats"; }
-is "$(val mount3.calls.MNT)" 2 "stats: mount3.calls.MNT counts the two mounts"
-num_ok "$(val nfs3.calls.READDIRPLUS)" -ge 1 "stats: nfs3.calls.READDIRPLUS counts the listing"
-num_ok "$(val nfs3.calls.READ)" -ge 1 "stats: nfs3.calls.READ counts the nfs-cat"
-num_ok "$(val upstream.calls.READDIRPLUS)" -ge 1 "stats: upstream.calls.READDIRPLUS went upstream"
-is "$(val nfs3.calls.MKNOD)" 0 "stats: nfs3.calls.MKNOD is 0"
+is "$(sv text mount3.calls.MNT)" 2 "stats: mount3.calls.MNT counts the two mounts"
+num_ok "$(sv text nfs3.calls.READDIRPLUS)" -ge 1 "stats: nfs3.calls.READDIRPLUS counts the listing"
+num_ok "$(sv text nfs3.calls.READ)" -ge 1 "stats: nfs3.calls.READ counts the nfs-cat"
+num_ok "$(sv text upstream.calls.READDIRPLUS)" -ge 1 "stats: upstream.calls.READDIRPLUS went upstream"
+is "$(sv text nfs3.calls.MKNOD)" 0 "stats: nfs3.calls.MKNOD is 0"
 
 ctl stats --json > "$T_TMP/stats.json"
 ok $? "nfscachectl stats --json"
 python3 -m json.tool "$T_TMP/stats.json" >/dev/null
 ok $? "stats --json is valid JSON"
-python3 - "$T_TMP/stats.json" "$T_TMP/stats" > "$T_TMP/json.diff" 2>&1 <<'PY'
+python3 - "$T_TMP/stats.json" "$T_TMP/text.stats" > "$T_TMP/json.diff" 2>&1 <<'PY'
 import json, sys
 obj = json.load(open(sys.argv[1]))
 assert isinstance(obj, dict), "not an object"

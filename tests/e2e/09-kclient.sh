@@ -24,22 +24,21 @@ ok $? "guest operations through the proxy pass in the VM" ||
     diag "$(tail -n 5 "$T_TMP/run.out")" "--- console:" "$(grep -v '^\[' "$T_TMP/console.log" | tail -n 30)"
 diag "$(grep -h -e '^run.sh: VM ran' -e '^KTEST: 20 MiB' "$T_TMP/run.out" "$T_TMP/console.log")"
 
-state() { awk -v k="$1" '$1 == "KTEST-STATE" && $2 == k { sub(/^[^ ]+ [^ ]+ /, ""); print }' "$T_TMP/console.log"; }
 K=$EXPORT_DIR/kc
 is "$(stat -c %s "$K/big" 2>&1)" 20971520 "host: kc/big has 20 MiB"
-is "$(md5 "$K/big")" "$(state big.md5)" "host: kc/big has the bytes the guest wrote"
+is "$(md5 "$K/big")" "$(kc_state big.md5)" "host: kc/big has the bytes the guest wrote"
 is "$(cat "$K/renamed.txt" 2>&1)" "$(printf 'hello\nmore')" "host: kc/renamed.txt has the renamed, appended text"
 is "$(stat -c %a:%h "$K/renamed.txt" 2>&1)" 640:2 "host: kc/renamed.txt has mode 640 and 2 links"
 is "$(stat -c %i "$K/hard" 2>&1)" "$(stat -c %i "$K/renamed.txt" 2>&1)" "host: kc/hard is a hard link of it"
 is "$(readlink "$K/sym")" renamed.txt "host: kc/sym is a symlink to renamed.txt"
 is "$(stat -c %s "$K/trunc" 2>&1)" 12345 "host: kc/trunc truncated to 12345 bytes"
-is "$(md5 "$K/trunc")" "$(state trunc.md5)" "host: kc/trunc keeps its first 12345 bytes"
+is "$(md5 "$K/trunc")" "$(kc_state trunc.md5)" "host: kc/trunc keeps its first 12345 bytes"
 [ -d "$K/keepdir" ]
 ok $? "host: kc/keepdir is a directory"
 names=". .. big hard keepdir renamed.txt sym trunc"
 is "$(cd "$K" 2>/dev/null && LC_ALL=C ls -a | tr '\n' ' ' | sed 's/ $//')" "$names" \
     "host: kc/ holds exactly $names"
-is "$(state names | sed 's/ $//')" "$names" "guest: kc/ listed the same"
+is "$(kc_state names | sed 's/ $//')" "$names" "guest: kc/ listed the same"
 
 for p in WRITE COMMIT RENAME SYMLINK LINK MKDIR RMDIR REMOVE SETATTR READ READDIRPLUS; do
     stat_ok "nfs3.calls.$p" -ge 1

@@ -19,13 +19,7 @@ setup -o server.secure=yes
 OPTS="server.secure=yes"
 NOBODY=65534
 
-# rpc ARGS...: tests/rpc.py against the daemon under test, time-bounded.
-rpc() {
-    timeout -k 5 30 python3 "$top_srcdir/tests/rpc.py" --port "$PORT" \
-        --mount-port "${PORT_MNT:-$PORT}" --timeout 5 "$@"
-}
-# val FILE KEY: the value of "KEY: value" in FILE
-val() { awk -v k="$2:" '$1 == k { sub(/^[^:]*: /, ""); print; exit }' "$1"; }
+RPC_LIMIT=30 RPC_TIMEOUT=5      # rpc, up: 30 s a run, 5 s for a reply
 
 # restart OPTION...: stop the daemon (it must exit cleanly) and start a new
 # one with `-o OPTION` for each OPTION.
@@ -127,11 +121,7 @@ created sq-all-0 $NOBODY:$NOBODY --uid 0 --gid 0
 stat_ok nfs3.calls.CREATE -eq 2
 
 # ---- upstream.exports ----------------------------------------------------
-upstream_rpc() {
-    timeout -k 5 30 python3 "$top_srcdir/tests/rpc.py" --port "$UP_NFS_PORT" \
-        --mount-port "$UP_MNT_PORT" --timeout 5 "$@"
-}
-upstream_rpc exports > "$T_TMP/exports-up.out" 2>&1
+up exports > "$T_TMP/exports-up.out" 2>&1
 grep -qx 'export\.[0-9]*: /export.*' "$T_TMP/exports-up.out"
 ok $? "the upstream itself lists /export in EXPORT" || diag "$(cat "$T_TMP/exports-up.out")"
 

@@ -18,25 +18,17 @@ head -c 1M /dev/urandom > "$T_TMP/$NAME"
 cp "$T_TMP/$NAME" "$EXPORT_DIR/$NAME"
 SUM=$(md5 "$T_TMP/$NAME")
 
-# rpc SECONDS ARGS...: tests/rpc.py against the daemon, bounded by SECONDS.
-rpc() {
-    local t=$1
-    shift
-    timeout -k 5 "$t" python3 "$top_srcdir/tests/rpc.py" --port "$PORT" \
-        --mount-port "${PORT_MNT:-$PORT}" --timeout 10 "$@"
-}
-# val FILE KEY: the value of "KEY: value" in FILE
-val() { awk -v k="$2:" '$1 == k { sub(/^[^:]*: /, ""); print; exit }' "$1"; }
+RPC_LIMIT=20 RPC_TIMEOUT=10     # rpc: 20 s a run (40 for the long ones), 10 s for a reply
 # calls_received: NFS GETATTR + READ + LOOKUP calls the daemon has received
 calls_received() {
     echo $(( $(stat_value nfs3.calls.GETATTR) + $(stat_value nfs3.calls.READ) +
              $(stat_value nfs3.calls.LOOKUP) ))
 }
 
-rpc 20 mnt > "$T_TMP/mnt.out"
+rpc mnt > "$T_TMP/mnt.out"
 ROOT=$(val "$T_TMP/mnt.out" fh)
 [ -n "$ROOT" ] || { ok 1 "MNT /export through the proxy"; diag "$(cat "$T_TMP/mnt.out")"; done_testing; }
-rpc 20 lookup "$ROOT" "$NAME" > "$T_TMP/lookup.out"
+rpc lookup "$ROOT" "$NAME" > "$T_TMP/lookup.out"
 FH=$(val "$T_TMP/lookup.out" fh)
 [ -n "$FH" ] || { ok 1 "LOOKUP $NAME"; diag "$(cat "$T_TMP/lookup.out")"; done_testing; }
 
@@ -48,9 +40,9 @@ served() {
         kill -0 "$NFSCACHED_PID" 2>/dev/null
         ok $? "$1: nfscached is running" || done_testing
     fi
-    rpc 20 null > "$T_TMP/null.out" 2>&1
+    rpc null > "$T_TMP/null.out" 2>&1
     is "$(val "$T_TMP/null.out" reply)" "accepted SUCCESS" "$1: a new client's NULL is answered"
-    rpc 20 getattr "$FH" > "$T_TMP/getattr.out" 2>&1
+    rpc getattr "$FH" > "$T_TMP/getattr.out" 2>&1
     is "$(val "$T_TMP/getattr.out" nfs_status):$(val "$T_TMP/getattr.out" size)" \
        "NFS3_OK:1048576" "$1: GETATTR $NAME: NFS3_OK, 1 MiB"
     nfs_cat "$(proxy_url "$NAME")" > "$T_TMP/cat.out" 2>"$T_TMP/cat.err"
@@ -71,7 +63,7 @@ served() {
 calls0=$(calls_received)
 accepted0=$(stat_value conn.accepted)
 t0=$(now_ms)
-rpc 40 teardown "$NAME" --conns 20 --calls 50 > "$T_TMP/teardown.out" 2>&1
+RPC_LIMIT=40 rpc teardown "$NAME" --conns 20 --calls 50 > "$T_TMP/teardown.out" 2>&1
 ok $? "20 connections of 50 pipelined calls each, reset unread" || diag "$(cat "$T_TMP/teardown.out")"
 diag "$(( $(now_ms) - t0 )) ms; then calls.in_flight $(stat_value calls.in_flight), conn.open $(stat_value conn.open)"
 is "$(val "$T_TMP/teardown.out" calls_sent)" 1000 "1000 calls sent"
@@ -90,11 +82,11 @@ served "after the resets"
 # cache while the upstream is stopped.
 if [ -n "$GANESHA_PID" ]; then
     cp "$T_TMP/$NAME" "$EXPORT_DIR/$NAME.cold"
-    rpc 20 lookup "$ROOT" "$NAME.cold" > "$T_TMP/lookup-cold.out" 2>&1
+    rpc lookup "$ROOT" "$NAME.cold" > "$T_TMP/lookup-cold.out" 2>&1
     FH_COLD=$(val "$T_TMP/lookup-cold.out" fh)
     calls0=$(calls_received)
     kill -STOP "$GANESHA_PID"
-    rpc 40 teardown "$NAME.cold" --conns 20 --calls 50 --hold 1 --root "$ROOT" --fh "$FH_COLD" \
+    RPC_LIMIT=40 rpc teardown "$NAME.cold" --conns 20 --calls 50 --hold 1 --root "$ROOT" --fh "$FH_COLD" \
         > "$T_TMP/teardown-held.out" 2>&1
     ok $? "upstream stopped: 20 x 50 calls, every connection reset 1 s later" ||
         diag "$(cat "$T_TMP/teardown-held.out")"
@@ -113,7 +105,7 @@ for how in close reset; do
     flag=
     [ "$how" = reset ] && flag=--reset
     writes0=$(stat_value nfs3.calls.WRITE)
-    rpc 40 partial "$NAME" $flag > "$T_TMP/partial-$how.out" 2>&1
+    RPC_LIMIT=40 rpc partial "$NAME" $flag > "$T_TMP/partial-$how.out" 2>&1
     ok $? "partial records, ended by $how" || diag "$(cat "$T_TMP/partial-$how.out")"
     out=$T_TMP/partial-$how.out
     for c in half_mark half_record slow_write; do

@@ -73,14 +73,13 @@ PY
 rc=$?
 diag "$(cat "$T_TMP/bp.out")"
 is "$rc" 0 "the pipelining client ran to the end"
-val() { awk -v k="$1:" '$1 == k { print $2; exit }' "$T_TMP/bp.out"; }
-num_ok "$(val calls_received_while_blocked)" -le 300 \
+num_ok "$(val "$T_TMP/bp.out" calls_received_while_blocked)" -le 300 \
     "the daemon stopped reading: at most ~256 calls in flight while no reply is read"
-is "$(val other_client_null)" 1 "another client is served meanwhile"
-is "$(val replies_ok)" "$N" "every READ is answered NFS3_OK once the client reads"
-is "$(val every_xid_once)" 1 "each call answered once (by XID)"
-is "$(val distinct_data)" 1 "all with the same 1 MiB of data"
-is "$(val data_md5)" "$(md5 "$EXPORT_DIR/bp.bin")" "which is the file's"
+is "$(val "$T_TMP/bp.out" other_client_null)" 1 "another client is served meanwhile"
+is "$(val "$T_TMP/bp.out" replies_ok)" "$N" "every READ is answered NFS3_OK once the client reads"
+is "$(val "$T_TMP/bp.out" every_xid_once)" 1 "each call answered once (by XID)"
+is "$(val "$T_TMP/bp.out" distinct_data)" 1 "all with the same 1 MiB of data"
+is "$(val "$T_TMP/bp.out" data_md5)" "$(md5 "$EXPORT_DIR/bp.bin")" "which is the file's"
 stat_ok nfs3.calls.READ -eq "$N"
 stat_ok calls.in_flight -eq 0
 done_testing

@@ -11,7 +11,8 @@ needs_own_upstream
 setup -o upstream.timeout_ms=2000
 
 # call WHAT [ROOT_FH_HEX]: one call through the daemon (mnt, getattr, null);
-# prints "status: X", "elapsed_ms: N" and for mnt "root: HEX".
+# prints "status: X", "elapsed_ms: N" and for mnt "root: HEX" (read with rv
+# from r.out).
 call() {
     timeout -k 5 30 python3 - "$top_srcdir/tests" "$PORT" "$@" <<'PY'
 import sys, time
@@ -34,37 +35,36 @@ print("status:", status)
 print("elapsed_ms:", int((time.monotonic() - t0) * 1000))
 PY
 }
-val() { awk -v k="$1:" '$1 == k { print $2; exit }' "$T_TMP/out"; }
 
-call mnt > "$T_TMP/out"
-ROOT=$(val root)
-is "$(val status)" MNT3_OK "MNT through the daemon"
-call getattr "$ROOT" > "$T_TMP/out"
-is "$(val status)" NFS3_OK "GETATTR while the upstream is up"
+call mnt > "$T_TMP/r.out"
+ROOT=$(rv root)
+is "$(rv status)" MNT3_OK "MNT through the daemon"
+call getattr "$ROOT" > "$T_TMP/r.out"
+is "$(rv status)" NFS3_OK "GETATTR while the upstream is up"
 
 # 1. the upstream frozen: connection open, no answers
 kill -STOP "$GANESHA_PID"
-call getattr "$ROOT" > "$T_TMP/out"
-is "$(val status)" NFS3ERR_JUKEBOX "GETATTR to a frozen upstream: NFS3ERR_JUKEBOX"
-num_ok "$(val elapsed_ms)" -ge 1900 "not before upstream.timeout_ms ($(val elapsed_ms) ms)"
-num_ok "$(val elapsed_ms)" -le 4000 "nor long after it"
-call null > "$T_TMP/out"
-is "$(val status)" "SYSTEM_ERR" "NULL to a frozen upstream: SYSTEM_ERR after the deadline"
+call getattr "$ROOT" > "$T_TMP/r.out"
+is "$(rv status)" NFS3ERR_JUKEBOX "GETATTR to a frozen upstream: NFS3ERR_JUKEBOX"
+num_ok "$(rv elapsed_ms)" -ge 1900 "not before upstream.timeout_ms ($(rv elapsed_ms) ms)"
+num_ok "$(rv elapsed_ms)" -le 4000 "nor long after it"
+call null > "$T_TMP/r.out"
+is "$(rv status)" "SYSTEM_ERR" "NULL to a frozen upstream: SYSTEM_ERR after the deadline"
 kill -CONT "$GANESHA_PID"
-call getattr "$ROOT" > "$T_TMP/out"
-is "$(val status)" NFS3_OK "GETATTR once the upstream runs again"
+call getattr "$ROOT" > "$T_TMP/r.out"
+is "$(rv status)" NFS3_OK "GETATTR once the upstream runs again"
 
 # 2. the upstream gone: connections refused
 stop_upstream KILL
-call getattr "$ROOT" > "$T_TMP/out"
-is "$(val status)" NFS3ERR_JUKEBOX "GETATTR with the upstream down: NFS3ERR_JUKEBOX"
-num_ok "$(val elapsed_ms)" -ge 1900 "after upstream.timeout_ms ($(val elapsed_ms) ms)"
+call getattr "$ROOT" > "$T_TMP/r.out"
+is "$(rv status)" NFS3ERR_JUKEBOX "GETATTR with the upstream down: NFS3ERR_JUKEBOX"
+num_ok "$(rv elapsed_ms)" -ge 1900 "after upstream.timeout_ms ($(rv elapsed_ms) ms)"
 is "$(ctl status | awk '$1 == "upstream" { print $2 }')" down "status shows the upstream down"
 start_upstream 2>"$T_TMP/start.err"
 ok $? "upstream restarted on the same ports"
 for _ in $(seq 50); do ctl status | grep -qx 'upstream up' && break; sleep 0.1; done
-call getattr "$ROOT" > "$T_TMP/out"
-is "$(val status)" NFS3_OK "GETATTR after the restart, with the same file handle"
+call getattr "$ROOT" > "$T_TMP/r.out"
+is "$(rv status)" NFS3_OK "GETATTR after the restart, with the same file handle"
 stat_ok upstream.timeouts -ge 3
 stat_ok upstream.reconnects -ge 1
 done_testing

@@ -15,28 +15,26 @@ TEST_TIMEOUT=${TEST_TIMEOUT:-180}
 . "$(dirname "$0")/../lib.sh"
 setup
 
-RPC=("timeout" "-k" "5" "30" "python3" "$top_srcdir/tests/rpc.py" "--timeout" "10")
+RPC_LIMIT=30 RPC_TIMEOUT=10
 direct=${NFSCACHED_E2E_DIRECT:-0}
 MIB=1048576
 WD=procs.$$                      # working directory in the export root
 TEXT="transparent bytes, $$"
 declare -A SENT=()               # procedure -> calls sent through the proxy
 
-# val FILE KEY: the value of "KEY: value" in FILE
-val() { awk -v k="$2:" '$1 == k { sub(/^[^:]*: ?/, ""); print; exit }' "$1"; }
 pv() { val "$T_TMP/p.out" "$1"; }
 dv() { val "$T_TMP/d.out" "$1"; }
 
 # prx PROC ARG...: PROC through the proxy (counted in SENT); output in p.out
 prx() {
     SENT[$1]=$((${SENT[$1]:-0} + 1))
-    "${RPC[@]}" --port "$PORT" --mount-port "${PORT_MNT:-$PORT}" proc "$@" >"$T_TMP/p.out" ||
+    rpc proc "$@" >"$T_TMP/p.out" ||
         diag "proxy $*: $(cat "$T_TMP/p.out")"
 }
 
 # upd PROC ARG...: the same call to the upstream itself; output in d.out
 upd() {
-    "${RPC[@]}" --port "$UP_NFS_PORT" --mount-port "$UP_MNT_PORT" proc "$@" >"$T_TMP/d.out" ||
+    up proc "$@" >"$T_TMP/d.out" ||
         diag "upstream $*: $(cat "$T_TMP/d.out")"
 }
 have_upstream() { [ -n "$UP_NFS_PORT" ] && [ -n "$UP_MNT_PORT" ]; }
@@ -90,7 +88,7 @@ disk_names() { { echo .; echo ..; ls -A "$1"; } | LC_ALL=C sort | tr '\n' ' '; }
 reply_names() { pv names | tr ' ' '\n' | LC_ALL=C sort | tr '\n' ' '; }
 
 if [ "$direct" != 1 ]; then
-    ctl stats >"$T_TMP/stats.before" || fail_or_skip "no stats from the daemon"
+    ctl stats >"$T_TMP/before.stats" || fail_or_skip "no stats from the daemon"
 fi
 
 # ---- MOUNTv3: NULL, EXPORT, MNT, DUMP --------------------------------------
@@ -275,13 +273,9 @@ is "$(pv reply)|$(pv body)" "accepted SUCCESS|" "UMNTALL: accepted, empty result
 # ---- counters: exactly the calls sent, received and forwarded --------------
 
 if [ "$direct" != 1 ]; then
-    ctl stats >"$T_TMP/stats.after"
-    cnt() { awk -v n="$2" '$1 == n { print $2; f = 1 } END { if (!f) print "missing" }' "$1"; }
-    delta() {
-        local a b
-        a=$(cnt "$T_TMP/stats.after" "$1") b=$(cnt "$T_TMP/stats.before" "$1")
-        [[ "$a$b" =~ ^[0-9]+$ ]] && echo $((a - b)) || echo "$b -> $a"
-    }
+    snap after
+    # delta COUNTER: how much it rose since the first snapshot
+    delta() { d before after "$1"; }
     for p in NULL GETATTR SETATTR LOOKUP ACCESS READLINK READ WRITE CREATE MKDIR SYMLINK \
         MKNOD REMOVE RMDIR RENAME LINK READDIR READDIRPLUS FSSTAT FSINFO PATHCONF COMMIT; do
         is "$(delta "nfs3.calls.$p")" "${SENT[$p]:-0}" "nfs3.calls.$p rose by ${SENT[$p]:-0}"

@@ -25,9 +25,6 @@ setup -o cache.acregmax=1
 KIB=1024
 GIB=$((1024 * 1024 * 1024))
 
-# rv KEY: a value of the last call's output
-rv() { val "$T_TMP/r.out" "$1"; }
-
 # deltas FROM TO COUNTER...: "name+N" for each counter, for one `is`
 deltas() {
     local a=$1 b=$2 c out=
@@ -36,14 +33,6 @@ deltas() {
     echo "$out"
 }
 READ_COUNTERS=(upstream.calls.READ cache.read.hits cache.read.partial_hits cache.read.misses)
-
-# rread TAG FH OFFSET COUNT: READ through nfscached, output in r.out and
-# TAG.out, the data in TAG.data
-rread() {
-    rpc read "$2" "$3" "$4" --out "$T_TMP/$1.data" > "$T_TMP/r.out" 2>&1 ||
-        diag "READ $3 $4: $(tail -n 2 "$T_TMP/r.out")"
-    cp "$T_TMP/r.out" "$T_TMP/$1.out"
-}
 
 # ---- partial pages ---------------------------------------------------------
 head -c $((16 * KIB)) /dev/urandom > "$EXPORT_DIR/part"

@@ -32,20 +32,8 @@ setup -o cache.acregmax=1
 
 MIB=1048576
 CACHE_DIR=$T_TMP/cache
-RPC_PY=$top_srcdir/tests/rpc.py
-
-rv() { val "$T_TMP/r.out" "$1"; }
 
 zeros_md5() { head -c "$1" /dev/zero | md5sum | cut -d' ' -f1; }
-
-# rread TAG FH OFFSET COUNT [RPC OPTION...]: READ through nfscached; output
-# in r.out, the data in TAG.data
-rread() {
-    local tag=$1 fh=$2 off=$3 count=$4
-    shift 4
-    rpc "$@" read "$fh" "$off" "$count" --out "$T_TMP/$tag.data" > "$T_TMP/r.out" 2>&1 ||
-        diag "READ $off $count: $(tail -n 2 "$T_TMP/r.out")"
-}
 
 # ---- append ------------------------------------------------------------------
 F=$EXPORT_DIR/append

@@ -20,8 +20,6 @@ F=$EXPORT_DIR/kcache.bin
 head -c "$SIZE" /dev/urandom > "$F"
 WANT=$(md5 "$F")
 
-state() { awk -v k="$1" '$1 == "KTEST-STATE" && $2 == k { print $3 }' "$T_TMP/console.log"; }
-
 snap s0
 KCLIENT_LOG=$T_TMP/console.log MNTPORT=${PORT_MNT:-$PORT} MNTOPTS=lookupcache=positive VM_TIMEOUT=360 \
     "$KC/run.sh" "$PORT" "$KC/guest-cache.sh" > "$T_TMP/run.out" 2>&1 &
@@ -44,10 +42,10 @@ snap s2
 ok "$rc" "the guest's two reads through nfscached pass in the VM" ||
     diag "$(tail -n 5 "$T_TMP/run.out")" "--- console:" "$(grep -v '^\[' "$T_TMP/console.log" | tail -n 30)"
 diag "$(grep -h '^run.sh: VM ran' "$T_TMP/run.out")" \
-     "20 MB in the guest: cold read $(state cold.ms) ms, warm read $(state warm.ms) ms"
+     "20 MB in the guest: cold read $(kc_state cold.ms) ms, warm read $(kc_state warm.ms) ms"
 
-is "$(state cold.md5)" "$WANT" "first read: the host's file (md5)"
-is "$(state warm.md5)" "$WANT" "second read, after drop_caches: the host's file (md5)"
+is "$(kc_state cold.md5)" "$WANT" "first read: the host's file (md5)"
+is "$(kc_state warm.md5)" "$WANT" "second read, after drop_caches: the host's file (md5)"
 
 num_ok "$(d s0 s1 nfs3.calls.READ)" -gt 0 "first read: the kernel sent READs"
 num_ok "$(d s0 s1 upstream.calls.READ)" -gt 0 "first read: READs went upstream"

@@ -10,13 +10,9 @@ TEST_TIMEOUT=${TEST_TIMEOUT:-120}
 needs_daemon "the cache of nfscached"
 setup -o cache.acregmax=60
 
-RPC_PY=$top_srcdir/tests/rpc.py
-rpc() { timeout -k 5 60 python3 "$RPC_PY" --port "$PORT" --timeout 20 "$@"; }
-up() { timeout -k 5 60 python3 "$RPC_PY" --port "$UP_NFS_PORT" --mount-port "$UP_MNT_PORT" --timeout 20 "$@"; }
-
-rpc mnt > "$T_TMP/mnt"
-ROOT=$(val "$T_TMP/mnt" fh)
-fh_of() { rpc lookup "$ROOT" "$1" > "$T_TMP/lk"; val "$T_TMP/lk" fh; }
+rpc mnt > "$T_TMP/mnt.out"
+ROOT=$(val "$T_TMP/mnt.out" fh)
+FH_ROOT=$ROOT       # fh_of looks names up in it
 
 # ---- a chmod through nfscached takes back what the upstream granted ----------
 F=$EXPORT_DIR/shared

@@ -70,8 +70,6 @@ else
     setup -o cache.dirty_expire_ms=60000 -o cache.write_mode="$MODE"
 fi
 diag "mode: $MODE"
-# no counters without a daemon
-[ "$MODE" = direct ] && snap() { : > "$T_TMP/$1.stats"; }
 rpc mnt > "$T_TMP/mnt.out"
 ROOT=$(val "$T_TMP/mnt.out" fh)
 [ -n "$ROOT" ] || { ok 1 "MNT of /export"; done_testing; }
@@ -104,7 +102,6 @@ plus() { if [[ "$1" =~ ^[0-9]+$ && "$2" =~ ^[0-9]+$ ]]; then echo $(($1 + $2)); 
 access() { rpc proc ACCESS "$1" 0x3f > "$T_TMP/access.out" 2>&1; }
 # same A B: cmp's status
 same() { cmp -s "$1" "$2"; }
-rv() { val "$T_TMP/r.out" "$1"; }
 
 # ---- a) W1 -------------------------------------------------------------------
 W1_WRITES=10000 W1_READS=5000 W1_SIZE=$((16 * MIB))

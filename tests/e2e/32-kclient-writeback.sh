@@ -18,8 +18,6 @@ head -c "$SIZE" /dev/urandom > "$T_TMP/src"
 cp "$T_TMP/src" "$EXPORT_DIR/wb.src"
 WANT=$(md5 "$T_TMP/src")
 
-state() { awk -v k="$1" '$1 == "KTEST-STATE" && $2 == k { print $3 }' "$T_TMP/console.log"; }
-
 snap s0
 KCLIENT_LOG=$T_TMP/console.log MNTPORT=${PORT_MNT:-$PORT} VM_TIMEOUT=180 \
     "$KC/run.sh" "$PORT" "$KC/guest-writeback.sh" > "$T_TMP/run.out" 2>&1
@@ -27,10 +25,10 @@ ok $? "the guest's copy, dd conv=fsync and read-back through nfscached pass in t
     diag "$(tail -n 5 "$T_TMP/run.out")" "--- console:" "$(grep -v '^\[' "$T_TMP/console.log" | tail -n 30)"
 snap s1
 diag "$(grep -h '^run.sh: VM ran' "$T_TMP/run.out")" \
-     "20 MB in the guest: dd conv=fsync $(state write.ms) ms, read back after drop_caches $(state read.ms) ms"
+     "20 MB in the guest: dd conv=fsync $(kc_state write.ms) ms, read back after drop_caches $(kc_state read.ms) ms"
 
-is "$(state src.md5)" "$WANT" "guest: its copy of the source is the host's file (md5)"
-is "$(state got.md5)" "$WANT" "guest: wb.bin read back after drop_caches is the source (md5)"
+is "$(kc_state src.md5)" "$WANT" "guest: its copy of the source is the host's file (md5)"
+is "$(kc_state got.md5)" "$WANT" "guest: wb.bin read back after drop_caches is the source (md5)"
 cmp "$T_TMP/src" "$EXPORT_DIR/wb.bin" >"$T_TMP/cmp.out" 2>&1
 ok $? "host: the export's wb.bin is the source (cmp)" || diag "$(cat "$T_TMP/cmp.out")"
 

@@ -25,7 +25,6 @@ needs_own_upstream
 setup -o cache.dirty_expire_ms=60000
 
 KIB=1024
-rv() { val "$T_TMP/r.out" "$1"; }
 rpc mnt > "$T_TMP/mnt.out"
 ROOT=$(val "$T_TMP/mnt.out" fh)
 [ -n "$ROOT" ] || { ok 1 "MNT of /export"; done_testing; }

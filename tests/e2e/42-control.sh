@@ -22,11 +22,7 @@ if [ "$T_EXTERNAL" = 0 ]; then
     EXPORT2=/export2
     EXPORT2_DIR=$T_TMP/export2
     mkdir -p "$EXPORT2_DIR"
-    eval "orig_$(declare -f write_ganesha_conf)"
-    write_ganesha_conf() {
-        orig_write_ganesha_conf
-        ganesha_export 2 "$EXPORT2_DIR" /export2 4242.4242 >> "$T_TMP/ganesha/ganesha.conf"
-    }
+    GANESHA_EXPORTS=$(ganesha_export 2 "$EXPORT2_DIR" /export2 4242.4242)
 fi
 setup -o cache.dirty_expire_ms=60000
 url2() { echo "nfs://127.0.0.1/export2/$1?version=3&nfsport=$PORT&mountport=$PORT"; }

@@ -25,8 +25,10 @@ head -c 1048576 /dev/urandom > "$EXPORT_DIR/rb.bin"
 cat > "$T_TMP/inner.sh" <<'INNER'
 # in the test's namespaces: rpcbind, nfscached (server.rpcbind = yes), the VM
 set -u
-D=$1 NFSCACHED=$2 NFSCACHECTL=$3 KC=$4 VN=$5 NS_IP=$6
-ctl() { timeout 10 "$NFSCACHECTL" -s "$D/ctl.sock" "$@"; }
+D=$1 top_srcdir=$2 NFSCACHED=$3 NFSCACHECTL=$4 KC=$5 VN=$6 NS_IP=$7
+. "$top_srcdir/tests/lib/proc.sh"
+. "$top_srcdir/tests/lib/daemon.sh"
+T_TMP=$D CTL=$D/ctl.sock
 mount -t tmpfs tmpfs /run
 ip link set lo up
 rpcbind -f & RB=$!
@@ -36,25 +38,8 @@ echo ready > "$D/ns.ready"
 for _ in $(seq 600); do [ -f "$D/go" ] && break; sleep 0.1; done
 [ -f "$D/go" ] || { kill "$RB"; exit 1; }
 ip addr add "$NS_IP/30" dev "$VN" && ip link set "$VN" up
-. "$D/go"
-cat > "$D/nfscached.conf" <<CONF
-[server]
-listen = 127.0.0.1:0
-secure = no
-allow = 127.0.0.0/8
-rpcbind = yes
-[upstream]
-url = nfs://$HOST_IP/export?nfsport=$UP_NFS_PORT&mountport=$UP_MNT_PORT
-[cache]
-dir = $D/cache
-[control]
-socket = $D/ctl.sock
-[log]
-level = ${NFSCACHED_LOG_LEVEL:-info}
-CONF
-mkdir -p "$D/cache"
-"$NFSCACHED" -f -c "$D/nfscached.conf" </dev/null >>"$D/nfscached.log" 2>&1 & N=$!
-for _ in $(seq 100); do ctl status 2>/dev/null | grep -qx 'upstream up' && break; sleep 0.1; done
+. "$D/go"        # UP_HOST, UP_NFS_PORT, UP_MNT_PORT
+start_nfscached -o server.rpcbind=yes
 ctl status > "$D/status" 2>&1
 rpcinfo -p > "$D/registered" 2>&1
 port=$(awk '$1 == "listen" { sub(/.*:/, "", $2); print $2 }' "$D/status")
@@ -64,13 +49,13 @@ if [ -n "$port" ]; then
     echo "$?" > "$D/run.rc"
 fi
 ctl stats > "$D/after.stats" 2>&1
-kill -TERM "$N"; wait "$N"; echo "$?" > "$D/nfscached.rc"
+stop_nfscached; echo "$?" > "$D/nfscached.rc"
 rpcinfo -p > "$D/after_exit" 2>&1
 kill "$RB"; wait "$RB" 2>/dev/null
 INNER
 
-unshare -m -n bash "$T_TMP/inner.sh" "$T_TMP" "$NFSCACHED" "$NFSCACHECTL" "$KC" "$VN" "$NS_IP" \
-    </dev/null 2>"$T_TMP/inner.err" &
+unshare -m -n bash "$T_TMP/inner.sh" "$T_TMP" "$top_srcdir" "$NFSCACHED" "$NFSCACHECTL" \
+    "$KC" "$VN" "$NS_IP" </dev/null 2>"$T_TMP/inner.err" &
 IN_PID=$!
 track "$IN_PID"
 for ((i = 0; i < 100; i++)); do [ -f "$T_TMP/ns.ready" ] && break; sleep 0.1; done
@@ -83,25 +68,10 @@ if ! { ip link add "$VH" type veth peer name "$VN" netns "$IN_PID" &&
     fail_or_skip "veth pair: $(tr '\n' ' ' <"$T_TMP/veth.err")"
 fi
 
-# ganesha as lib.sh starts it, but bound to the host end of the pair
-ensure_rpcbind || fail_or_skip "no rpcbind for ganesha to register with"
-pick_ports || fail_or_skip "no free ports for the upstream"
-write_ganesha_conf
-G=$T_TMP/ganesha
-sed -i "s/Bind_addr = 127.0.0.1;/Bind_addr = $HOST_IP;/" "$G/ganesha.conf"
-setsid ganesha.nfsd -F -f "$G/ganesha.conf" -L "$G/ganesha.log" -p "$G/ganesha.pid" \
-    -N NIV_EVENT </dev/null >>"$G/ganesha.out" 2>&1 &
-GANESHA_PID=$!
-disown "$GANESHA_PID"
-up_url="nfs://$HOST_IP/export?version=3&nfsport=$UP_NFS_PORT&mountport=$UP_MNT_PORT"
-deadline=$((SECONDS + 40))
-until timeout 3 nfs-ls "$up_url" >/dev/null 2>&1; do
-    if [ "$SECONDS" -ge "$deadline" ] || ! kill -0 "$GANESHA_PID" 2>/dev/null; then
-        fail_or_skip "ganesha did not start serving on $HOST_IP:$UP_NFS_PORT"
-    fi
-    sleep 0.1
-done
-printf 'HOST_IP=%s UP_NFS_PORT=%s UP_MNT_PORT=%s\n' "$HOST_IP" "$UP_NFS_PORT" "$UP_MNT_PORT" > "$T_TMP/go"
+# the upstream, bound to the host end of the pair
+UP_HOST=$HOST_IP
+start_upstream 2>"$T_TMP/upstream.err" || fail_or_skip "upstream: $(tr '\n' ' ' <"$T_TMP/upstream.err")"
+printf 'UP_HOST=%s UP_NFS_PORT=%s UP_MNT_PORT=%s\n' "$UP_HOST" "$UP_NFS_PORT" "$UP_MNT_PORT" > "$T_TMP/go"
 
 wait "$IN_PID"
 ok $? "the namespace run finished"
@@ -116,18 +86,16 @@ grep -qE "^ +100005 +3 +tcp +$port +" "$T_TMP/registered"; ok $? "MOUNT 3 regist
 is "$(cat "$T_TMP/run.rc" 2>/dev/null)" 0 "the VM mounts through rpcbind and reads the file" ||
     diag "$(tail -n 5 "$T_TMP/run.out" 2>/dev/null)" "--- console:" \
         "$(grep -v '^\[' "$T_TMP/console.log" 2>/dev/null | tail -n 30)"
-state() { awk -v k="$1" '$1 == "KTEST-STATE" && $2 == k { sub(/^[^ ]+ [^ ]+ /, ""); print }' "$T_TMP/console.log" 2>/dev/null; }
 mnt=$(grep '^KTEST: mount -t nfs' "$T_TMP/console.log" 2>/dev/null)
-diag "$mnt" "$(state mount)" "$(grep -h '^run.sh: VM ran' "$T_TMP/run.out" 2>/dev/null)"
+diag "$mnt" "$(kc_state mount)" "$(grep -h '^run.sh: VM ran' "$T_TMP/run.out" 2>/dev/null)"
 [ -n "$mnt" ] && ! grep -qE '[ ,](mount)?port=' <<<"$mnt"
 ok $? "the guest mounted with neither port= nor mountport="
-is "$(state rb.md5)" "$(md5 "$EXPORT_DIR/rb.bin")" "the guest read the bytes of rb.bin"
+is "$(kc_state rb.md5)" "$(md5 "$EXPORT_DIR/rb.bin")" "the guest read the bytes of rb.bin"
 
-av() { awk -v n="$1" '$1 == n { print $2; f = 1 } END { if (!f) print "missing" }' "$T_TMP/after.stats"; }
-num_ok "$(av mount3.calls.MNT)" -ge 1 "nfscached counted the guest's MNT"
-num_ok "$(av nfs3.calls.READ)" -ge 1 "nfscached counted the guest's READs"
+num_ok "$(sv after mount3.calls.MNT)" -ge 1 "nfscached counted the guest's MNT"
+num_ok "$(sv after nfs3.calls.READ)" -ge 1 "nfscached counted the guest's READs"
 is "$(cat "$T_TMP/nfscached.rc" 2>/dev/null)" 0 "nfscached exits 0 on SIGTERM"
 ! grep -qE '^ +10000[35] ' "$T_TMP/after_exit"; ok $? "and leaves nothing registered"
-! grep -qE 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' "$T_TMP/nfscached.log"
+no_sanitizer_report "$T_TMP/nfscached.log"
 ok $? "no sanitizer report in the daemon log"
 done_testing

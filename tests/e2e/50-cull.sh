@@ -53,10 +53,10 @@ T_MOUNTED=0
 # stderr, saved here.
 exec {T_STDOUT}>&1 {T_STDERR}>&2
 cull_cleanup() {
-    local rc=$? pid
+    local rc=$?
     exec 1>&"$T_STDOUT" 2>&"$T_STDERR"
     if [ "$BASHPID" = "$$" ] && [ "$T_MOUNTED" = 1 ]; then
-        for pid in "${T_BG_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null; done
+        stop_tracked
         [ -n "$NFSCACHED_PID" ] && stop_nfscached
         umount "$CACHE_DIR" 2>/dev/null || umount -l "$CACHE_DIR"
         T_MOUNTED=0

@@ -65,13 +65,11 @@ fill() {
     dd if=/dev/zero of="$SMALL/filler" bs=4k oflag=append conv=notrunc status=none 2>/dev/null
     return 0
 }
-cat_md5() { nfs_cat "$(proxy_url "$1")" | md5sum | cut -d' ' -f1; }
-state() { ctl status | awk '$1 == "cache" { print $2 }'; }
 # wait_state WANT... : up to 10 s for `cache` in status to be one of WANT
 wait_state() {
     local s i
     for ((i = 0; i < 100; i++)); do
-        s=$(state)
+        s=$(cache_state)
         for w in "$@"; do [ "$s" = "$w" ] && return 0; done
         sleep 0.1
     done
@@ -175,14 +173,14 @@ ok $? "bstop: the cache dir on a fresh 32 MiB tmpfs"
 start_nfscached -o cache.bstop=3% -o cache.bcull=7% -o cache.brun=10% 2>"$T_TMP/start.err"
 ok $? "bstop: nfscached started with bstop 3%, bcull 7%, brun 10%" || diag "$(cat "$T_TMP/start.err")"
 wait_state caching
-is "$(state)" caching "bstop: status says \`cache caching\` at first"
+is "$(cache_state)" caching "bstop: status says \`cache caching\` at first"
 for i in 1 2 3; do head -c $((MIB + i * 777)) /dev/urandom > "$EXPORT_DIR/b$i"; done
 head -c $((MIB / 2)) /dev/urandom > "$EXPORT_DIR/b4"
 left=$(( $(avail "$CACHE") - 512 * KIB ))
 head -c "$left" /dev/zero > "$CACHE/filler"
 diag "bstop: filler of $left bytes, $(avail "$CACHE") bytes free of $(df -B1 --output=size "$CACHE" | tail -n 1 | tr -d ' ')"
 wait_state stopped
-is "$(state)" stopped "bstop: status says \`cache stopped\` within a few seconds"
+is "$(cache_state)" stopped "bstop: status says \`cache stopped\` within a few seconds"
 ctl status | grep -E '^cache' | sed 's/^/# /'
 snap b0
 for i in 1 2 3; do
@@ -196,12 +194,12 @@ diag "bstop: upstream READ +$(d b0 b1 upstream.calls.READ) then +$(d b1 b2 upstr
 num_ok "$(d b0 b1 upstream.calls.READ)" -ge 3 "bstop: the reads went upstream"
 num_ok "$(d b1 b2 upstream.calls.READ)" -ge 1 "bstop: b1 again: from the upstream again (not cached)"
 num_ok "$(sv b2 cache.bytes)" -le "$(sv b0 cache.bytes)" "bstop: cache.bytes did not grow"
-is "$(state)" stopped "bstop: still stopped"
+is "$(cache_state)" stopped "bstop: still stopped"
 
 rm -f "$CACHE/filler"
 t0=$(now_ms)
 wait_state caching culling
-ok $? "bstop: the filler removed: status says caching (or culling) again ($(state), $(( $(now_ms) - t0 )) ms)"
+ok $? "bstop: the filler removed: status says caching (or culling) again ($(cache_state), $(( $(now_ms) - t0 )) ms)"
 snap c0
 is "$(cat_md5 b4)" "$(md5 "$EXPORT_DIR/b4")" "bstop: b4 read right"
 snap c1

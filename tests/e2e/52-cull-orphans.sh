@@ -31,7 +31,6 @@ db.close()
 EOF
 }
 obj_path() { printf '%s/objects/%02x/%016x' "$CACHE" $(($1 & 255)) "$1"; }
-cat_md5() { nfs_cat "$(proxy_url "$1")" | md5sum | cut -d' ' -f1; }
 
 # four files of distinct sizes (the index rows are told apart by their size)
 for i in 1 2 3 4; do

@@ -24,11 +24,7 @@ MAX_GETATTR_MS=500
 DIR=$EXPORT_DIR/many
 
 # rpc_long ARGS...: rpc with room for 10,000 files
-rpc_long() {
-    timeout -k 5 200 python3 "$top_srcdir/tests/rpc.py" --port "$PORT" \
-        --mount-port "${PORT_MNT:-$PORT}" --timeout 30 "$@"
-}
-state() { ctl status | awk '$1 == "cache" { print $2 }'; }
+rpc_long() { RPC_LIMIT=200 RPC_TIMEOUT=30 rpc "$@"; }
 index_rows() {
     python3 - "$T_TMP/cache/index.sqlite" <<'EOF'
 import sqlite3, sys
@@ -83,7 +79,7 @@ for _ in $(seq 300); do
     sleep 0.1
 done
 num_ok "$rows" -ge "$N" "the index holds $N objects with ranges"
-is "$(state)" caching "status: cache caching before the reload"
+is "$(cache_state)" caching "status: cache caching before the reload"
 
 # a baseline of GETATTR latency without culling (diag only)
 rpc getattrloop "$GFH" --seconds 15 > "$T_TMP/ga0.out" 2>&1
@@ -112,7 +108,7 @@ culled=0 seen_culling=0 t_9900= t_end=
 # (polled 5 times a second: the poll itself takes CPU from the GETATTRs)
 while [ $(( $(now_ms) - t0 )) -lt 150000 ]; do
     culled=$(ctl stats | awk '$1 == "cache.culled.objects" { print $2 }')
-    s=$(state)
+    s=$(cache_state)
     [ "$s" = culling ] && seen_culling=1
     [ -z "$t_9900" ] && [ "${culled:-0}" -ge 9900 ] && t_9900=$(( $(now_ms) - t0 ))
     # the run is over: the state is no longer culling and the count is still
@@ -141,7 +137,7 @@ fi
 num_ok "$(d c0 c1 cache.culled.objects)" -ge 9900 "cache.culled.objects rose by >= 9900"
 num_ok "$(d c0 c1 cache.culled.bytes)" -ge $((9900 * 1024)) "cache.culled.bytes rose by >= 9900 KiB"
 [ -n "$t_end" ]
-ok $? "the culling run ended within 150 s (state $(state))"
+ok $? "the culling run ended within 150 s (state $(cache_state))"
 num_ok "$(sv c1 cache.objects)" -le 100 "cache.objects is small at the end ($(sv c1 cache.objects))"
 num_ok "$(sv c1 cache.bytes)" -le $((16 * 1024)) "cache.bytes <= max_size at the end ($(sv c1 cache.bytes))"
 
