@@ -9,7 +9,13 @@
  * A culling step is two worker jobs and two short loop callbacks: the index
  * gives up to CULL_STEP_MAX candidates in least-recently-used order (a
  * cursor walks the order, so objects that cannot go are passed over, not
- * asked for again); on the loop each candidate still cullable is taken out
+ * asked for again in this run; every run starts at the head of the order,
+ * where what was passed over before is the least recently used now).  The
+ * order is the index's, and objects created or used since the last batch
+ * are not in it or not in their place: a step starts that batch first when
+ * objects wait for it (else a cache filled within a batch's second has
+ * nothing to cull, the run starves, and what a reader reads meanwhile is
+ * not kept).  On the loop each candidate still cullable is taken out
  * of the table at once (new calls for its file start a new object) and its
  * rows are queued for removal by the next batch; then a worker renames the
  * victims' backing files into the graveyard and unlinks them there.  After
@@ -65,8 +71,10 @@ static struct cull_state {
 	int step;                       /* a step (or the reconciliation) is running */
 	int want_index;                 /* a step waits for the index lease (a batch holds it) */
 	int reconcile;                  /* the reconciliation is still to run */
-	struct index_cursor cur;
+	struct index_cursor cur;        /* the run's place in the order */
 	uint64_t pass_culled;           /* culled since the cursor last started over */
+	int index_fresh;                /* the step's batch ran: the index holds every
+					 * object the step may cull in its place */
 	int starved;
 	ev_tstamp starved_until, starved_backoff;
 	int starved_logged;
@@ -195,6 +203,11 @@ static void run_start(const char *why)
 		return;
 	cull_state.culling = 1;
 	cull_state.run_objects = cull_state.run_bytes = 0;
+	/* from the head of the order: objects an earlier run passed over (in
+	 * use then) are older than those it stopped at */
+	cull_state.cur = (struct index_cursor)INDEX_CURSOR_START;
+	cull_state.pass_culled = 0;
+	cull_state.index_fresh = 0;
 	log_debug("cull: run started: %s; free blocks %u%%, files %u%%, cache.bytes %llu", why,
 		 pct(bavail_now(), cull_state.btotal), pct(cull_state.favail, cull_state.ftotal),
 		 (unsigned long long)stats.cache_bytes);
@@ -414,6 +427,18 @@ static void step_start(void)
 	bool backing_off = cull_state.starved && ev_now(cache_state.loop) < cull_state.starved_until;
 	if (!cull_state.reconcile && (!cull_state.culling || backing_off))
 		return;
+	if (!cull_state.reconcile && !cull_state.index_fresh &&
+	    !list_empty(&cache_state.persist_queue)) {
+		/* objects the index has no row for yet (or an older access):
+		 * their batch first, then the order (space_index_free() calls
+		 * again when it releases the index) */
+		if (index_lease_holder() == INDEX_FREE) {
+			batch_start();
+			cull_state.index_fresh = 1;
+		}
+		cull_state.want_index = 1;
+		return;
+	}
 	if (!index_lease_take(INDEX_HELD_CULL)) {
 		cull_state.want_index = 1;   /* space_index_free() calls again */
 		return;
@@ -425,6 +450,7 @@ static void step_start(void)
 		reconcile_submit();   /* space_reconcile_done() when it ends */
 		return;
 	}
+	cull_state.index_fresh = 0;   /* the next step asks for the next batch */
 	struct lru_job *j = xcalloc(1, sizeof(*j));
 	j->cur = cull_state.cur;
 	worker_submit(cache_state.workers, lru_work, lru_done, j);

@@ -13,7 +13,8 @@
  * cache_finalise) only recorded dirty ranges of a marked object are
  * trusted; culling and the start-up reconciliation; a pinned object is
  * never culled (cache_pin); batches and culling steps take turns with the
- * index (the lease).
+ * index (the lease); the culling order takes in objects the index has not
+ * recorded yet, and every run starts at its head.
  *
  * Includes cache_int.h to reach the module's state (cache_state), the
  * lease and batch_start(); cache.c, dirty.c, persist.c and the other
@@ -1215,6 +1216,87 @@ static void test_lease(void)
 	cfg.brun = cfg.bcull = cfg.bstop = 0;
 }
 
+/* ---- 18. the order culling follows ---------------------------------- */
+
+/* 4 KiB objects "ord00".. stored under max_size 100 KiB (brun/bcull/bstop
+ * 12/8/4%): each run culls two of them. */
+static struct cache_object *ord_object(int i)
+{
+	char name[16];
+
+	snprintf(name, sizeof(name), "ord%02d", i);
+	struct cache_object *o = object(name, 4096, 1800 + (uint64_t)i);
+	if (fetched(o, 0, 4096, 'o', cache_seq()) != 0)
+		return NULL;
+	return o;
+}
+
+static int ord_held(int i)
+{
+	char name[16];
+
+	snprintf(name, sizeof(name), "ord%02d", i);
+	return find(name) != NULL;
+}
+
+static void test_cull_order(void)
+{
+	struct cache_space sp;
+	struct cache_object *o[28];
+	int stored = 0;
+
+	diag("18. culling order: objects not in the index yet are culled in their place; "
+	     "a run starts at the head of the order");
+	setup();
+	cfg.max_size = 100 * 1024;
+	cfg.brun = 12;
+	cfg.bcull = 8;
+	cfg.bstop = 4;
+	/* 24 objects (96 KiB) within one batch interval: none is in the index
+	 * when the run that cache.bytes starts asks for the order */
+	for (int i = 0; i < 24; i++)
+		stored += (o[i] = ord_object(i)) != NULL;
+	is_int(stored, 24, "24 objects of 4 KiB stored, no batch in between");
+	cache_space(&sp);
+	is_int(sp.state, CACHE_CULLING, "below bcull: culling");
+	is_int(wait_cull(), 0, "the run ends");
+	cache_space(&sp);
+	is_int(sp.starved, 0, "it did not starve: the objects the index had not recorded are culled");
+	is_int(stats.cache_culled_objects, 2, "two objects culled");
+	ok(!ord_held(0) && !ord_held(1), "the two least recently used ones (0, 1)");
+	int kept = 0;
+	for (int i = 2; i < 24; i++)
+		kept += ord_held(i);
+	is_int(kept, 22, "every newer one is kept");
+
+	/* a run passes over an object in use; the next run starts at the head
+	 * of the order again, where that object is the oldest */
+	ok(wait_batch() >= 0, "the objects are in the index");
+	cache_pin(o[2]);   /* a call in flight on the oldest */
+	stored = (o[24] = ord_object(24)) != NULL;
+	stored += (o[25] = ord_object(25)) != NULL;
+	is_int(stored, 2, "8 KiB more");
+	is_int(wait_cull(), 0, "the run ends");
+	ok(ord_held(2), "the object in use is kept");
+	ok(!ord_held(3) && !ord_held(4), "the next two are culled (3, 4)");
+	cache_unpin(o[2]);
+	ok(wait_batch() >= 0, "the index learned it all");
+	stored = (o[26] = ord_object(26)) != NULL;
+	stored += (o[27] = ord_object(27)) != NULL;
+	is_int(stored, 2, "8 KiB more");
+	is_int(wait_cull(), 0, "the run ends");
+	ok(!ord_held(2), "the object passed over before, now the least recently used, is culled");
+	ok(!ord_held(5), "and the next one (5)");
+	kept = 0;
+	for (int i = 6; i < 28; i++)
+		kept += ord_held(i);
+	is_int(kept, 22, "every newer one is kept (6..27)");
+	is_int(stats.cache_culled_objects, 6, "six objects culled in all");
+	teardown();
+	cfg.max_size = 0;
+	cfg.brun = cfg.bcull = cfg.bstop = 0;
+}
+
 int main(void)
 {
 	lp = ev_loop_new(EVFLAG_AUTO);
@@ -1246,6 +1328,7 @@ int main(void)
 	test_reconcile();
 	test_pin();
 	test_lease();
+	test_cull_order();
 
 	ev_loop_destroy(lp);
 	return done();
