@@ -135,7 +135,7 @@ struct cache_object *object_new(uint64_t id, const uint8_t *fh, uint32_t fh_len)
 
 int object_cullable(const struct cache_object *o)
 {
-	return !o->busy && !o->getattr_busy && !o->changes_in_flight && !o->wb &&
+	return !o->busy && !o->getattr_busy && !o->changes_in_flight &&
 	       !cache_has_dirty(o) && !o->wb_recover && o->wopen != 1 &&
 	       list_empty(&o->waiters);
 }
@@ -159,6 +159,20 @@ void object_remove(struct cache_object *o)
 		list_del(&o->dirty_link);
 	if (!list_empty(&o->wb_link))
 		list_del(&o->wb_link);
+	object_free(o);
+}
+
+static void (*free_hook)(struct cache_object *o);
+
+void cache_set_free_hook(void (*fn)(struct cache_object *o))
+{
+	free_hook = fn;
+}
+
+void object_free(struct cache_object *o)
+{
+	if (free_hook)
+		free_hook(o);
 	extent_set_clear(&o->valid);
 	extent_set_clear(&o->dirty);
 	extent_set_clear(&o->commit);

@@ -66,8 +66,8 @@ struct cache_object {
 	int busy;                        /* calls in flight for this object */
 	int getattr_busy;                /* a revalidating GETATTR is in flight */
 	int changes_in_flight;           /* our WRITE/SETATTR calls not answered yet */
-	uint64_t next_offset;            /* end of the last READ: sequential access */
-	uint64_t readahead_end;          /* readahead issued up to here */
+	struct read_state *rd;           /* the READ handler's (daemon/nfs_read.c), NULL until
+					  * the object's first READ; released by the free hook */
 
 	/* write-back (DESIGN.md "Write-back"); dirty ⊆ valid, commit ⊆ valid */
 	struct extent_set dirty;         /* written locally, not sent upstream yet: per page
@@ -87,11 +87,8 @@ struct cache_object {
 	int wb_recover;                  /* dirty ranges from the index, kept only if the
 					  * upstream file is unchanged since (first attributes);
 					  * 2 = their GETATTR is in flight */
-	void *wb;                        /* the write-back pass running (writeback.c) */
-	uint64_t wb_started, wb_done;    /* passes started / finished */
-	uint32_t wb_error;               /* nfsstat3 of a failed write-back, reported by the
-					  * next COMMIT; 0 = none */
-	int removed;                     /* the file's last link was removed through us */
+	struct writeback_state *wb;      /* write-back's (daemon/writeback.c), NULL until the
+					  * object's first pass; released by the free hook */
 };
 
 /* A call waiting for something in flight on an object (a fetch, GETATTR). */
@@ -276,6 +273,15 @@ struct list_node *cache_dirty_list(void);
  * write-back) on a worker thread; done(arg, rc) on the loop: 0, or -EIO. */
 void cache_read_backing_async(struct cache_object *o, uint64_t offset, void *buf, uint32_t len,
 			      void (*done)(void *arg, int rc), void *arg);
+
+/*
+ * State the daemon hangs off an object (o->rd, o->wb) is its own: the cache
+ * calls `fn(o)` once with each object it frees (culled, dropped, or at
+ * cache_finalise), just before freeing it, for the daemon to release that
+ * state.  One hook, set once (before cache_init); NULL = none.  `fn` must
+ * not call back into the cache.
+ */
+void cache_set_free_hook(void (*fn)(struct cache_object *o));
 
 /* Call fn(o, arg) for every object (nfscachectl invalidate --all); fn must
  * not create or free objects. */

@@ -585,7 +585,7 @@ static void reconcile_done(void *arg)
 			struct cache_object *o = oc.found[i];
 			if (o->fd >= 0 || o->checked)
 				continue;   /* opened since: its file exists now */
-			if (cache_has_dirty(o) && !o->wb && !o->busy) {
+			if (cache_has_dirty(o) && !o->busy) {   /* a write-back pass pins it */
 				uint64_t n = cache_dirty_drop(o, 0, UINT64_MAX);
 				log_error("cache: object %llu: its backing file is missing: %llu dirty "
 					  "bytes lost", (unsigned long long)o->id,

@@ -213,10 +213,7 @@ static void objects_free(void)
 			next = o->hash_next;
 			if (o->fd >= 0)
 				close(o->fd);
-			extent_set_clear(&o->valid);
-			extent_set_clear(&o->dirty);
-			extent_set_clear(&o->commit);
-			free(o);
+			object_free(o);
 		}
 	}
 	free(C.buckets);

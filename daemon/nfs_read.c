@@ -10,46 +10,58 @@
  * several READs in flight), stored with one pwrite, and the client answered
  * from the fetched buffer.  Misses on a range already being fetched wait for
  * that fetch instead of sending another.
+ *
+ * Owns each object's read state (o->rd, struct read_state): where the last
+ * READ ended, how far readahead went, and the object's fetches in flight;
+ * made by the object's first READ, released with the object
+ * (nfsd_read_state_free, through the cache's free hook).
  */
 #include "config.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cache/cache.h"
+#include "common/log.h"
+#include "common/stats.h"
+#include "common/xalloc.h"
 #include "daemon/call.h"
 #include "daemon/handlers.h"
-#include "common/log.h"
+#include "daemon/nfs_common.h"
 #include "daemon/nfsd.h"
-#include "common/stats.h"
 #include "daemon/upstream.h"
 #include "daemon/writeback.h"
-#include "common/xalloc.h"
 
-#define ACCESS3_READ_BIT 0x0001
-#define READAHEAD_MAX_FETCHES 8     /* readahead READs in flight per object */
+#define READAHEAD_MAX_FETCHES 8     /* readahead READs in flight, all objects */
+
+/* nfs_read.c's part of a cache object (o->rd). */
+struct read_state {
+	uint64_t next_offset;           /* end of the last READ: sequential access */
+	uint64_t readahead_end;         /* readahead issued up to here, bytes */
+	struct list_node fetches;       /* struct fetch in flight for the object */
+};
 
 struct read_op {
 	struct nfsd_call *call;
 	struct cache_object *o;
 	struct cache_waiter waiter;
-	uint64_t seq;                   /* cache_seq() when the current step was sent */
 	int sequential;                 /* it starts where the previous READ ended */
 	int readahead_done;
 	int fetches;                    /* upstream READs made for it */
 	struct writeback_waiter wbw;
 	union {
-		GETATTR3args getattr;
-		ACCESS3args access;
+		struct nfsd_getattr getattr;    /* revalidation */
+		struct nfsd_access access;
 	} args;
 };
 
 /* One READ sent upstream for [start, start + len) of an object. */
 struct fetch {
-	struct list_node link;          /* in fetches */
+	struct list_node link;          /* in o->rd->fetches */
 	struct cache_object *o;
 	uint64_t start;
 	uint32_t len;
@@ -59,10 +71,27 @@ struct fetch {
 	struct rpc_cred cred;
 };
 
-static struct list_node fetches = LIST_INIT(fetches);
 static unsigned readahead_in_flight;
 
 static void read_try(struct read_op *op);
+
+/* The read state of `o`, made on first use.  Never NULL. */
+static struct read_state *read_state(struct cache_object *o)
+{
+	if (!o->rd) {
+		o->rd = xcalloc(1, sizeof(*o->rd));
+		list_init(&o->rd->fetches);
+	}
+	return o->rd;
+}
+
+void nfsd_read_state_free(struct cache_object *o)
+{
+	/* fetches pin their object (busy): the cache frees none while one is
+	 * in flight, unless the daemon stops (cache_finalise) */
+	free(o->rd);
+	o->rd = NULL;
+}
 
 static void op_free(struct read_op *op)
 {
@@ -90,16 +119,19 @@ static struct stats_export_counts *export_stats(const struct cache_object *o)
 	return stats_export(o->have_attrs, o->attrs.fsid);
 }
 
-static int fetch_overlaps(const struct cache_object *o, uint64_t start, uint64_t end)
+/* Is a byte of [start, end) of `o` being fetched? */
+static bool fetch_overlaps(const struct cache_object *o, uint64_t start, uint64_t end)
 {
 	struct list_node *pos;
 
-	for (pos = fetches.next; pos != &fetches; pos = pos->next) {
+	if (!o->rd)
+		return false;
+	for (pos = o->rd->fetches.next; pos != &o->rd->fetches; pos = pos->next) {
 		struct fetch *f = list_entry(pos, struct fetch, link);
-		if (f->o == o && f->start < end && start < f->start + f->len)
-			return 1;
+		if (f->start < end && start < f->start + f->len)
+			return true;
 	}
-	return 0;
+	return false;
 }
 
 static void reply_from(struct read_op *op, READ3res *res)
@@ -234,7 +266,7 @@ static void fetch_start(struct cache_object *o, uint64_t start, uint32_t len,
 	f->args.file.data.data_val = (char *)o->fh;
 	f->args.offset = start;
 	f->args.count = len;
-	list_add_tail(&fetches, &f->link);
+	list_add_tail(&read_state(o)->fetches, &f->link);
 	o->busy++;
 	if (!op)
 		readahead_in_flight++;
@@ -251,13 +283,14 @@ static void readahead(struct cache_object *o, uint64_t from, const struct rpc_cr
 		return;   /* nothing fetched ahead could be kept */
 	if (o->coh.known && limit > (cache_size(o) + pg - 1) / pg * pg)
 		limit = (cache_size(o) + pg - 1) / pg * pg;
-	if (o->readahead_end < from)
-		o->readahead_end = from;
-	while (o->readahead_end < limit && readahead_in_flight < READAHEAD_MAX_FETCHES) {
-		uint64_t s = o->readahead_end, e = s + nfsd.max_payload;
+	struct read_state *rd = read_state(o);
+	if (rd->readahead_end < from)
+		rd->readahead_end = from;
+	while (rd->readahead_end < limit && readahead_in_flight < READAHEAD_MAX_FETCHES) {
+		uint64_t s = rd->readahead_end, e = s + nfsd.max_payload;
 		if (e > limit)
 			e = limit;
-		o->readahead_end = e;
+		rd->readahead_end = e;
 		uint64_t gs, ge;
 		if (!extent_set_first_gap(&o->valid, s, e, &gs, &ge) || fetch_overlaps(o, s, e))
 			continue;
@@ -342,7 +375,7 @@ static void fetch_done(void *priv, enum upstream_status st, void *res)
 		cache_store(o, f->start, ok->data.data_val, n, f->seq);
 		if (ok->eof && cache_has_dirty(o))
 			store_zeros_past_eof(o, f, n);
-		cache_access_record(o, &f->cred, ACCESS3_READ_BIT, ACCESS3_READ_BIT);
+		cache_access_record(o, &f->cred, ACCESS3_READ, ACCESS3_READ);
 	}
 	if (f->op) {
 		struct read_op *op = f->op;
@@ -357,8 +390,8 @@ static void fetch_done(void *priv, enum upstream_status st, void *res)
 			} else {
 				op->fetches = 0;
 				op->wbw.done = read_after_flush;
-				if (writeback_flush(o, &op->wbw) == 1)
-					read_try(op);
+				if (writeback_flush(o, &op->wbw) != 0)
+					read_try(op);   /* nothing to write back after all */
 			}
 		} else if (st == UPSTREAM_OK && r->status == NFS3_OK) {
 			if (ok_attrs(r))
@@ -382,21 +415,16 @@ static void fetch_done(void *priv, enum upstream_status st, void *res)
 
 /* ---- revalidation ---------------------------------------------------- */
 
-static void getattr_done(void *priv, enum upstream_status st, void *res)
+static void read_revalidated(struct nfsd_getattr *g, enum upstream_status st, const GETATTR3res *r)
 {
-	struct read_op *op = priv;
-	GETATTR3res *r = res;
+	struct read_op *op = container_of(g, struct read_op, args.getattr);
 
-	struct cache_object *o = op->o;
-
-	o->getattr_busy = 0;
-	if (st == UPSTREAM_OK && r->status == NFS3_OK)
-		cache_attrs_update(o, &r->GETATTR3res_u.resok.obj_attributes, op->seq);
-	if (cache_attrs_fresh(o))
+	(void)st;
+	(void)r;
+	if (cache_attrs_fresh(op->o))
 		read_try(op);
 	else
 		read_forward(op);   /* not a regular file, stale handle, no answer...: the upstream decides */
-	cache_wake(o);
 }
 
 static void access_done(void *priv, enum upstream_status st, void *res)
@@ -405,8 +433,8 @@ static void access_done(void *priv, enum upstream_status st, void *res)
 	ACCESS3res *r = res;
 
 	if (st == UPSTREAM_OK && r->status == NFS3_OK) {
-		nfsd_access_snoop(op->o, &op->call->cred, op->args.access.access, r, op->seq);
-		if (cache_access_granted(op->o, &op->call->cred, ACCESS3_READ_BIT)) {
+		nfsd_access_snoop(op->o, &op->call->cred, &op->args.access, r);
+		if (cache_access_granted(op->o, &op->call->cred, ACCESS3_READ)) {
 			read_try(op);
 			return;
 		}
@@ -430,8 +458,7 @@ static void read_try(struct read_op *op)
 	READ3args *a = op->call->args;
 	const struct rpc_cred *cred = &op->call->cred;
 
-	if (nfsd_revalidate(o, &a->file, cred, &op->waiter, &op->args.getattr, &op->seq,
-			    getattr_done, op))
+	if (nfsd_revalidate(o, cred, &op->waiter, &op->args.getattr, read_revalidated))
 		return;
 	uint64_t pg = cache_config()->page_size;
 	uint64_t end = a->offset + a->count;
@@ -441,11 +468,8 @@ static void read_try(struct read_op *op)
 		fe = fs + nfsd.max_payload;   /* the rest is a short read: legal */
 	uint64_t size = cache_size(o);
 	if (extent_set_covers(&o->valid, a->offset, end < size ? end : size) || a->offset >= size) {
-		if (!cache_access_granted(o, cred, ACCESS3_READ_BIT)) {
-			op->seq = cache_seq();
-			op->args.access.object = a->file;
-			op->args.access.access = ACCESS3_READ_BIT;
-			upstream_call(nfsd.upstream, proc_nfs3(4), &op->args.access, cred, access_done, op);
+		if (!cache_access_granted(o, cred, ACCESS3_READ)) {
+			nfsd_access_send(&op->args.access, &a->file, ACCESS3_READ, cred, access_done, op);
 			return;
 		}
 		op_readahead(op, end);
@@ -484,12 +508,13 @@ static void first_read_fixup(struct nfsd_call *call, void *res)
 	struct cache_object *o = cache_get((const uint8_t *)a->file.data.data_val,
 					   a->file.data.data_len);
 	uint32_t n = ok->count <= ok->data.data_len ? ok->count : ok->data.data_len;
-	cache_attrs_update(o, &ok->file_attributes.post_op_attr_u.attributes, call->seq);
+	uint64_t seq = nfsd_call_state(call)->seq;
+	cache_attrs_update(o, &ok->file_attributes.post_op_attr_u.attributes, seq);
 	stats.cache_read_bytes_upstream += n;
 	xs->cache_read_bytes_upstream += n;
-	cache_store(o, a->offset, ok->data.data_val, n, call->seq);
-	cache_access_record(o, &call->cred, ACCESS3_READ_BIT, ACCESS3_READ_BIT);
-	o->next_offset = a->offset + a->count;
+	cache_store(o, a->offset, ok->data.data_val, n, seq);
+	cache_access_record(o, &call->cred, ACCESS3_READ, ACCESS3_READ);
+	read_state(o)->next_offset = a->offset + a->count;
 }
 
 void nfsd_proc_read(struct nfsd_call *call)
@@ -500,7 +525,7 @@ void nfsd_proc_read(struct nfsd_call *call)
 		a->count = nfsd.max_payload;
 	/* what the cache would answer differently from the upstream goes there:
 	 * 0-byte reads (EOF flag) and offsets past what a file can hold */
-	if (!nfsd.cache_on || a->file.data.data_len == 0 || a->file.data.data_len > 64 ||
+	if (!nfsd.cache_on || !nfsd_fh_cacheable(&a->file) ||
 	    a->count == 0 || a->offset > (uint64_t)INT64_MAX - a->count) {
 		nfsd_forward_with(call, NULL);
 		return;
@@ -514,8 +539,9 @@ void nfsd_proc_read(struct nfsd_call *call)
 	struct read_op *op = xcalloc(1, sizeof(*op));
 	op->call = call;
 	op->o = o;
-	op->sequential = a->offset == o->next_offset && a->offset != 0;
-	o->next_offset = a->offset + a->count;
+	struct read_state *rd = read_state(o);
+	op->sequential = a->offset == rd->next_offset && a->offset != 0;
+	rd->next_offset = a->offset + a->count;
 	op->o->busy++;
 	op->waiter.wake = op_wake;
 	read_try(op);
