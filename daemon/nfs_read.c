@@ -144,20 +144,20 @@ static void reply_from(struct read_op *op, READ3res *res)
 
 /* ---- answering from the cache ---------------------------------------- */
 
-static int pages_uptodate(const struct cache_object *o, uint64_t start, uint64_t end)
+static bool pages_uptodate(const struct cache_object *o, uint64_t start, uint64_t end)
 {
 	uint64_t pg = cache_config()->page_size;
 
 	for (uint64_t p = start / pg; p * pg < end; p++)
 		if (!extent_set_page_uptodate(&o->valid, p, pg, cache_size(o)))
-			return 0;
-	return 1;
+			return false;
+	return true;
 }
 
 struct local_read {
 	struct read_op *op;
 	uint64_t start, end;
-	int whole;           /* every touched page wholly uptodate */
+	bool whole;          /* every touched page wholly uptodate */
 	char *buf;
 };
 
@@ -208,10 +208,10 @@ static void local_read_done(void *arg, int rc)
 	read_try(op);   /* lost behind our back: fetched again */
 }
 
-/* 1 when answered (or being answered from a worker), 0 when the bytes are
- * not all here.  Bytes in the page cache are read on the loop; the others
- * on a worker thread (the loop never waits on the disk). */
-static int serve_local(struct read_op *op)
+/* true when answered (or being answered from a worker), false when the
+ * bytes are not all here.  Bytes in the page cache are read on the loop;
+ * the others on a worker thread (the loop never waits on the disk). */
+static bool serve_local(struct read_op *op)
 {
 	READ3args *a = op->call->args;
 	struct cache_object *o = op->o;
@@ -223,10 +223,10 @@ static int serve_local(struct read_op *op)
 	if (start > end)
 		start = end;
 	if (!extent_set_covers(&o->valid, start, end))
-		return 0;
-	int whole = pages_uptodate(o, start, end);
+		return false;
+	bool whole = pages_uptodate(o, start, end);
 	if (!whole && !cache_config()->partial_pages)
-		return 0;
+		return false;
 	struct local_read *lr = xcalloc(1, sizeof(*lr));
 	lr->op = op;
 	lr->start = start;
@@ -237,15 +237,15 @@ static int serve_local(struct read_op *op)
 	int rc = n ? cache_read_local_nowait(o, start, lr->buf, n) : 0;
 	if (rc == 0) {
 		local_reply(lr);
-		return 1;
+		return true;
 	}
 	if (rc == -EAGAIN) {
 		cache_read_async(o, start, lr->buf, n, local_read_done, lr);
-		return 1;
+		return true;
 	}
 	free(lr->buf);
 	free(lr);
-	return 0;   /* lost behind our back: fetched again */
+	return false;   /* lost behind our back: fetched again */
 }
 
 /* ---- fetching -------------------------------------------------------- */
@@ -332,7 +332,7 @@ static void read_after_flush(struct writeback_waiter *w, int status)
 	read_try(op);
 }
 
-static int ok_attrs(const READ3res *r)
+static bool ok_attrs(const READ3res *r)
 {
 	return r->READ3res_u.resok.file_attributes.attributes_follow;
 }

@@ -58,7 +58,7 @@ struct write_op {
 	} args;
 };
 
-static int writeback_mode(void)
+static bool writeback_mode(void)
 {
 	return nfsd.cache_on && nfsd.cfg.cache.write_mode == WRITE_MODE_WRITEBACK;
 }
@@ -187,7 +187,7 @@ static void retry_after_flush(struct writeback_waiter *w, int status)
 		write_try(op);
 }
 
-static int cred_same(const struct rpc_cred *a, const struct rpc_cred *b)
+static bool cred_same(const struct rpc_cred *a, const struct rpc_cred *b)
 {
 	return a->uid == b->uid && a->gid == b->gid && a->gids_len == b->gids_len &&
 	       memcmp(a->gids, b->gids, a->gids_len * sizeof(a->gids[0])) == 0;

@@ -200,14 +200,14 @@ static void waiters_check(struct cache_object *o, int status)
 	}
 }
 
-static int waited_for(const struct cache_object *o)
+static bool waited_for(const struct cache_object *o)
 {
 	struct list_node *pos;
 
 	for (pos = W.waiters.next; pos != &W.waiters; pos = pos->next)
 		if (list_entry(pos, struct writeback_waiter, link)->o == o)
-			return 1;
-	return 0;
+			return true;
+	return false;
 }
 
 static void throttled_wake(void)
