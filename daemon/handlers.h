@@ -71,12 +71,11 @@ void nfsd_proc_mnt(struct nfsd_call *call);
 /* EXPORT: the upstream's list, restricted to upstream.exports. */
 void nfsd_proc_export(struct nfsd_call *call);
 
-/* Free functions (nfs_common.c, nfs_write.c): release the handler's
- * per-call state; a WRITE or SETATTR forwarded to the upstream is one of
- * the object's changes in flight until then, and a REMOVE of a file's last
- * link holds the object until then. */
+/* The free function of every row whose handler keeps per-call state
+ * (nfs_common.c): releases it, and what it holds — a WRITE or SETATTR
+ * forwarded to the upstream is one of the object's changes in flight until
+ * the call is freed, and a REMOVE of a file's last link pins the object
+ * until then. */
 void nfsd_call_state_free(struct nfsd_call *call);
-void nfsd_change_free(struct nfsd_call *call);
-void nfsd_remove_free(struct nfsd_call *call);
 
 #endif

@@ -32,9 +32,25 @@ struct nfsd_call_state *nfsd_call_state(struct nfsd_call *call)
 	return call->hstate;
 }
 
+void nfsd_call_hold(struct nfsd_call *call, struct cache_object *o,
+		    void (*unhold)(struct cache_object *o))
+{
+	struct nfsd_call_state *hs = nfsd_call_state(call);
+
+	assert(!hs->held);
+	hs->held = o;
+	hs->unhold = unhold;
+}
+
 void nfsd_call_state_free(struct nfsd_call *call)
 {
-	free(call->hstate);
+	struct nfsd_call_state *hs = call->hstate;
+
+	if (!hs)
+		return;
+	if (hs->held)
+		hs->unhold(hs->held);
+	free(hs);
 	call->hstate = NULL;
 }
 

@@ -34,19 +34,24 @@ typedef void (*nfsd_fixup_fn)(struct nfsd_call *call, void *res);
 
 /*
  * What a handler keeps for its call until the call is freed: created by
- * nfsd_call_state() (only rows whose free function releases it may), and
- * released by that row's free function (nfsd_call_state_free, or
- * nfsd_change_free / nfsd_remove_free, which release `held` first).
+ * nfsd_call_state() (only in rows whose free function is
+ * nfsd_call_state_free), released by nfsd_call_state_free().
  */
 struct nfsd_call_state {
 	nfsd_fixup_fn fixup;            /* on the upstream's result; NULL = none */
 	uint64_t seq;                   /* cache_seq() when the call was forwarded */
-	struct cache_object *held;      /* WRITE/SETATTR: one of its changes in flight;
-					 * REMOVE: pinned (busy); NULL = none */
+	struct cache_object *held;      /* held for the call (WRITE/SETATTR: one of its
+					 * changes in flight; REMOVE: pinned); NULL = none */
+	void (*unhold)(struct cache_object *o);  /* releases `held` when the call is freed */
 };
 
 /* The call's handler state, created (zeroed) on first use.  Never NULL. */
 struct nfsd_call_state *nfsd_call_state(struct nfsd_call *call);
+
+/* `o`, which the caller just took a hold on, is held until the call is
+ * freed: then unhold(o) releases it.  One hold per call. */
+void nfsd_call_hold(struct nfsd_call *call, struct cache_object *o,
+		    void (*unhold)(struct cache_object *o));
 
 /*
  * Forward the call to the upstream with the caller's credential; on a

@@ -93,21 +93,19 @@ static void commit_fixup(struct nfsd_call *call, void *res);
 /* ---- forwarded WRITEs ------------------------------------------------- */
 
 /* Count our changes in flight: their replies may come back in any order. */
+static void change_ends(struct cache_object *o)
+{
+	o->changes_in_flight--;
+}
+
 static void change_begins(struct nfsd_call *call, const nfs_fh3 *fh)
 {
 	struct cache_object *o = nfsd_cache_object(fh);
 
 	if (o) {
 		o->changes_in_flight++;
-		nfsd_call_state(call)->held = o;
+		nfsd_call_hold(call, o, change_ends);
 	}
-}
-
-void nfsd_change_free(struct nfsd_call *call)
-{
-	if (call->hstate && call->hstate->held)
-		call->hstate->held->changes_in_flight--;
-	nfsd_call_state_free(call);
 }
 
 /* A WRITE that went upstream: its bytes become valid (write-through); in
@@ -490,11 +488,9 @@ void nfsd_proc_setattr(struct nfsd_call *call)
 
 /* ---- REMOVE ----------------------------------------------------------- */
 
-void nfsd_remove_free(struct nfsd_call *call)
+static void remove_unpin(struct cache_object *o)
 {
-	if (call->hstate && call->hstate->held)
-		call->hstate->held->busy--;
-	nfsd_call_state_free(call);
+	o->busy--;
 }
 
 static void remove_fixup(struct nfsd_call *call, void *res)
@@ -522,8 +518,8 @@ static void remove_lookup_done(void *priv, enum upstream_status st, void *res)
 		struct cache_object *o = nfsd_cache_object(&ok->object);
 		if (o && cache_has_dirty(o) && ok->obj_attributes.attributes_follow &&
 		    ok->obj_attributes.post_op_attr_u.attributes.nlink <= 1) {
-			nfsd_call_state(call)->held = o;
-			o->busy++;   /* held until the call is freed: nfsd_remove_free */
+			o->busy++;   /* until the call is freed */
+			nfsd_call_hold(call, o, remove_unpin);
 		}
 	}
 	op_free(op);
