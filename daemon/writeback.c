@@ -212,9 +212,18 @@ static bool waited_for(const struct cache_object *o)
 
 static void throttled_wake(void)
 {
+	static int waking;   /* a woken write calls writeback_throttle(), which calls us */
 	struct list_node *pos, *tmp;
+	size_t n = 0;
 
-	while (!list_empty(&W.throttled) && stats.cache_dirty_bytes < cfg()->cache.max_dirty) {
+	if (waking)
+		return;
+	waking = 1;
+	/* each waiter once: one that finds no room for its bytes waits again */
+	list_for_each_safe(pos, tmp, &W.throttled)
+		n++;
+	while (n-- > 0 && !list_empty(&W.throttled) &&
+	       stats.cache_dirty_bytes < cfg()->cache.max_dirty) {
 		struct cache_waiter *w = list_entry(W.throttled.next, struct cache_waiter, link);
 		list_del(&w->link);
 		w->wake(w);
@@ -228,6 +237,7 @@ static void throttled_wake(void)
 			w->wake(w);
 		}
 	}
+	waking = 0;
 }
 
 /* ---- a pass ----------------------------------------------------------- */
@@ -535,7 +545,8 @@ bool writeback_throttle(uint32_t len, struct cache_waiter *w)
 	if (stats.cache_dirty_bytes == 0 || stats.cache_dirty_bytes + len <= cfg()->cache.max_dirty)
 		return false;
 	w->timed_out = 0;
-	w->deadline = ev_now(W.loop) + (double)cfg()->upstream_timeout_ms / 1000.0;
+	if (w->deadline == 0)   /* woken without room: its first deadline holds */
+		w->deadline = ev_now(W.loop) + (double)cfg()->upstream_timeout_ms / 1000.0;
 	list_add_tail(&W.throttled, &w->link);
 	return true;
 }

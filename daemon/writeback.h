@@ -65,6 +65,8 @@ int writeback_flush_all(void (*done)(void *arg, int status), void *arg);
  * after upstream.timeout_ms without room (the upstream does not take the
  * data: the caller answers NFS3ERR_JUKEBOX, as for any call the upstream
  * leaves unanswered).  Starts write-back under pressure either way.
+ * `w` starts zeroed: woken and called again without room, it keeps the
+ * deadline of its first wait.
  */
 bool writeback_throttle(uint32_t len, struct cache_waiter *w);
 

@@ -1,0 +1,405 @@
+/*
+ * test_writeback.c — the write-back state machines of daemon/writeback.c
+ * and daemon/nfs_write.c (DESIGN.md "Write-back", RFC 1813 §3.3.7,
+ * §3.3.21), driven through nfsd_proc_write() and nfsd_proc_commit() with
+ * the fake upstream (fake_upstream.h) on the real cache/ module, a
+ * temporary cache directory and a real libev loop:
+ *   1. the upstream's verifier changes in the middle of a pass (between
+ *      two WRITEs, then between the WRITEs and the COMMIT): the ranges are
+ *      sent again, and the client's COMMIT is answered OK only after that;
+ *   2. a write-back the upstream refuses (NFS3ERR_NOSPC after a flush,
+ *      NFS3ERR_ACCES under a COMMIT) is the answer of the next COMMIT,
+ *      never an OK with the verifier of the lost bytes;
+ *   3. a WRITE that finds no room under cache.max_dirty, with the upstream
+ *      not answering, is answered NFS3ERR_JUKEBOX after upstream.timeout_ms.
+ * Each asserts the replies, the upstream calls (offset, count, stable,
+ * data, credential) and the write-back counters.
+ *
+ * Includes writeback.c and nfs_write.c; nfs_read.c and the rest are linked.
+ */
+#include "daemon/writeback.c"
+#include "daemon/nfs_write.c"
+
+#include <stdio.h>
+
+#include "tests/unit/fake_upstream.h"
+#include "tests/unit/tap.h"
+
+#define PAYLOAD 65536u
+#define MTIME_S 1000u
+#define TIMEOUT_MS 300u              /* upstream.timeout_ms of case 3 */
+#define MAX_DIRTY 65536u             /* cache.max_dirty of case 3 */
+
+static struct ev_loop *lp;
+static uint8_t data[256 * 1024];
+
+static const struct rpc_cred writer = {
+	.flavor = RPC_AUTH_SYS,
+	.machinename = "client",
+	.uid = 1000,
+	.gid = 100,
+	.gids_len = 2,
+	.gids = { 100, 200 },
+};
+
+static const char verf1[NFS3_WRITEVERFSIZE] = { 'u', 'p', '-', 'b', 'o', 'o', 't', '1' };
+static const char verf2[NFS3_WRITEVERFSIZE] = { 'u', 'p', '-', 'b', 'o', 'o', 't', '2' };
+static const char verf3[NFS3_WRITEVERFSIZE] = { 'u', 'p', '-', 'b', 'o', 'o', 't', '3' };
+
+static void tune(struct nfsd_config *cfg)
+{
+	cfg->cache.dirty_expire_ms = 60000;   /* only COMMIT, flush and pressure write back */
+}
+
+static void tune_no_room(struct nfsd_config *cfg)
+{
+	tune(cfg);
+	cfg->cache.max_dirty = MAX_DIRTY;
+	cfg->upstream_timeout_ms = TIMEOUT_MS;
+}
+
+static void start(void (*tuning)(struct nfsd_config *cfg))
+{
+	stats_reset();
+	memset(&stats, 0, sizeof(stats));   /* the gauges too: a new cache */
+	fake_daemon_start(lp, PAYLOAD, tuning);
+}
+
+static void stop(void)
+{
+	is_int(fake_pending(FAKE_ANY_PROC), 0, "no upstream call left unanswered");
+	ok(list_empty(&W.passes) && list_empty(&W.waiters) && list_empty(&W.throttled) &&
+	   W.in_flight == 0, "no pass, waiter or throttled WRITE left");
+	fake_daemon_stop();
+}
+
+/* ---- the upstream file --------------------------------------------- */
+
+static fattr3 attrs_of(uint64_t size)
+{
+	fattr3 a;
+
+	memset(&a, 0, sizeof(a));
+	a.type = NF3REG;
+	a.mode = 0644;
+	a.nlink = 1;
+	a.uid = 1000;
+	a.gid = 100;
+	a.size = size;
+	a.used = size;
+	a.fsid = 7;
+	a.fileid = 43;
+	a.atime.seconds = a.mtime.seconds = a.ctime.seconds = MTIME_S;
+	return a;
+}
+
+/* The attributes of the file upstream, changed by each WRITE it takes. */
+static fattr3 upstream_file;
+
+/* The upstream takes WRITE `c` with verifier `verf`. */
+static void upstream_write(struct fake_call *c, const char verf[NFS3_WRITEVERFSIZE])
+{
+	fattr3 before = upstream_file;
+
+	if (c->offset + c->count > upstream_file.size)
+		upstream_file.size = upstream_file.used = c->offset + c->count;
+	upstream_file.mtime.nseconds++;
+	upstream_file.ctime = upstream_file.mtime;
+	WRITE3res res = fake_write3res(c->count, c->stable == UNSTABLE ? UNSTABLE : FILE_SYNC,
+				       verf, &before, &upstream_file);
+	fake_complete(c, UPSTREAM_OK, &res);
+}
+
+static void upstream_commit(struct fake_call *c, const char verf[NFS3_WRITEVERFSIZE])
+{
+	COMMIT3res res = fake_commit3res(verf, &upstream_file);
+
+	fake_complete(c, UPSTREAM_OK, &res);
+}
+
+/* A file the cache knows, empty: fresh attributes, `writer` may write it. */
+static struct cache_object *writable_file(const char *fh)
+{
+	struct cache_object *o = cache_get((const uint8_t *)fh, (uint32_t)strlen(fh));
+	uint32_t all = ACCESS3_READ | ACCESS3_MODIFY | ACCESS3_EXTEND;
+
+	upstream_file = attrs_of(0);
+	cache_attrs_update(o, &upstream_file, cache_seq());
+	cache_access_record(o, &writer, all, all);
+	return o;
+}
+
+/* ---- the client ------------------------------------------------------ */
+
+static uint32_t write_call(const char *fh, uint64_t offset, uint32_t count, stable_how stable)
+{
+	struct nfsd_call *call = fake_client_call(NFS3PROC_WRITE, &writer);
+	WRITE3args *a = call->args;
+
+	a->file.data.data_len = (u_int)strlen(fh);
+	a->file.data.data_val = (char *)fh;
+	a->offset = offset;
+	a->count = count;
+	a->stable = stable;
+	a->data.data_len = count;
+	a->data.data_val = (char *)data + offset;
+	return fake_dispatch(call);
+}
+
+static uint32_t commit_call(const char *fh)
+{
+	struct nfsd_call *call = fake_client_call(NFS3PROC_COMMIT, &writer);
+	COMMIT3args *a = call->args;
+
+	a->file.data.data_len = (u_int)strlen(fh);
+	a->file.data.data_val = (char *)fh;
+	return fake_dispatch(call);
+}
+
+/* The WRITE was taken locally: NFS3_OK UNSTABLE with the daemon's verifier. */
+static int taken(uint32_t xid, uint32_t count, const char *what)
+{
+	const struct fake_reply *r = fake_wait_reply(xid);
+	int cond = r && r->kind == FAKE_REPLY_RESULT && r->status == NFS3_OK && r->count == count &&
+		   r->committed == UNSTABLE &&
+		   memcmp(r->verf, nfsd.write_verf, NFS3_WRITEVERFSIZE) == 0;
+
+	ok(cond, "%s: NFS3_OK UNSTABLE %u bytes, the daemon's verifier", what, count);
+	if (!cond && r)
+		diag("    got kind %d status %u count %u committed %d", r->kind, r->status, r->count,
+		     r->committed);
+	return cond;
+}
+
+static int status_is(uint32_t xid, uint32_t status, const char *what)
+{
+	const struct fake_reply *r = fake_wait_reply(xid);
+
+	if (!r) {
+		ok(0, "%s: answered", what);
+		return 0;
+	}
+	return is_int(r->status, status, "%s", what);
+}
+
+/* The pending upstream WRITE of [offset, offset + count), its data the
+ * client's, UNSTABLE, with the writer's credential; or NULL. */
+static struct fake_call *write_sent(uint64_t offset, uint32_t count)
+{
+	struct fake_call *c;
+
+	for (unsigned i = 0; (c = fake_pending_nth(NFS3PROC_WRITE, i)); i++)
+		if (c->offset == offset)
+			break;
+	if (c && c->count == count && c->stable == UNSTABLE && c->cred.uid == writer.uid &&
+	    c->cred.gids_len == writer.gids_len && memcmp(c->data, data + offset, count) == 0)
+		return c;
+	return NULL;
+}
+
+/* ---- 1. the upstream's verifier changes mid-pass --------------------- */
+
+static void test_verifier_change(void)
+{
+	start(tune);
+	diag("1. the upstream's verifier changes between two WRITEs of a pass");
+	writable_file("fh-verf");
+	fake_upstream_set_wtmax(4096);
+
+	taken(write_call("fh-verf", 0, 8192, UNSTABLE), 8192, "WRITE [0, 8K)");
+	is_int(fake_sent(FAKE_ANY_PROC), 0, "... nothing sent upstream");
+	is_int(stats.cache_dirty_bytes, 8192, "cache.dirty.bytes 8192");
+
+	uint32_t xc = commit_call("fh-verf");
+	ok(fake_wait_pending(NFS3PROC_WRITE, 2), "COMMIT: the pass sends two WRITEs (wtmax 4K)");
+	struct fake_call *w0 = write_sent(0, 4096), *w1 = write_sent(4096, 4096);
+	ok(w0 && w1, "... [0, 4K) and [4K, 8K), UNSTABLE, the client's bytes and credential");
+	if (!w0 || !w1)
+		fake_bail_out("the pass's WRITEs are missing");
+	upstream_write(w1, verf1);
+	upstream_write(w0, verf2);   /* the upstream rebooted between the two */
+	ok(fake_wait_pending(NFS3PROC_WRITE, 2), "the verifiers differ: two WRITEs again");
+	is_int(fake_sent(NFS3PROC_COMMIT), 0, "no COMMIT upstream before the resend");
+	ok(!fake_reply_of(xc), "the client's COMMIT still waits");
+	w0 = write_sent(0, 4096);
+	w1 = write_sent(4096, 4096);
+	ok(w0 && w1, "... of the same ranges and bytes");
+	if (!w0 || !w1)
+		fake_bail_out("the resent WRITEs are missing");
+	upstream_write(w0, verf2);
+	upstream_write(w1, verf2);
+	ok(fake_wait_pending(NFS3PROC_COMMIT, 1), "then one COMMIT upstream");
+	ok(!fake_reply_of(xc), "the client's COMMIT waits for it");
+	upstream_commit(fake_pending_nth(NFS3PROC_COMMIT, 0), verf2);
+	const struct fake_reply *r = fake_wait_reply(xc);
+	ok(r && r->status == NFS3_OK && memcmp(r->verf, nfsd.write_verf, NFS3_WRITEVERFSIZE) == 0,
+	   "COMMIT answered NFS3_OK with the daemon's verifier");
+	is_int(fake_sent(NFS3PROC_WRITE), 4, "4 upstream WRITEs in all");
+	is_int(stats.cache_writeback_bytes, 16384, "cache.writeback.bytes: 8K twice");
+	is_int(stats.cache_dirty_bytes, 0, "cache.dirty.bytes 0");
+	is_int(stats.cache_writeback_errors, 0, "cache.writeback.errors 0");
+
+	diag("1b. the upstream's verifier changes between the WRITEs and the COMMIT");
+	taken(write_call("fh-verf", 8192, 4096, UNSTABLE), 4096, "WRITE [8K, 12K)");
+	xc = commit_call("fh-verf");
+	ok(fake_wait_pending(NFS3PROC_WRITE, 1), "COMMIT: one WRITE");
+	struct fake_call *w = write_sent(8192, 4096);
+	ok(w != NULL, "... of [8K, 12K)");
+	if (!w)
+		fake_bail_out("the upstream call the case goes on with is missing");
+	upstream_write(w, verf2);
+	ok(fake_wait_pending(NFS3PROC_COMMIT, 1), "then a COMMIT");
+	upstream_commit(fake_pending_nth(NFS3PROC_COMMIT, 0), verf3);
+	w = NULL;
+	ok(fake_wait_pending(NFS3PROC_WRITE, 1) && (w = write_sent(8192, 4096)),
+	   "the COMMIT's verifier is another: [8K, 12K) written again");
+	ok(!fake_reply_of(xc), "the client's COMMIT still waits");
+	if (!w)
+		fake_bail_out("the upstream call the case goes on with is missing");
+	upstream_write(w, verf3);
+	ok(fake_wait_pending(NFS3PROC_COMMIT, 1), "then a COMMIT");
+	upstream_commit(fake_pending_nth(NFS3PROC_COMMIT, 0), verf3);
+	r = fake_wait_reply(xc);
+	ok(r && r->status == NFS3_OK && memcmp(r->verf, nfsd.write_verf, NFS3_WRITEVERFSIZE) == 0,
+	   "COMMIT answered NFS3_OK with the daemon's verifier");
+	is_int(fake_sent(NFS3PROC_COMMIT), 3, "3 upstream COMMITs in all");
+	is_int(stats.cache_dirty_bytes, 0, "cache.dirty.bytes 0");
+	stop();
+}
+
+/* ---- 2. a refused write-back ---------------------------------------- */
+
+static void flush_done(void *arg, int status)
+{
+	*(int *)arg = status;
+}
+
+static int flushed(void *arg)
+{
+	return *(int *)arg != -1;
+}
+
+static void test_refused(void)
+{
+	char verf0[NFS3_WRITEVERFSIZE];
+	int flush_status = -1;
+
+	start(tune);
+	diag("2. the upstream refuses a write-back started by a flush: NFS3ERR_NOSPC");
+	struct cache_object *o = writable_file("fh-nospc");
+	memcpy(verf0, nfsd.write_verf, sizeof(verf0));
+	taken(write_call("fh-nospc", 0, 4096, UNSTABLE), 4096, "WRITE [0, 4K)");
+	is_int(writeback_flush_all(flush_done, &flush_status), 0, "flush: write-back starts");
+	ok(fake_wait_pending(NFS3PROC_WRITE, 1) && write_sent(0, 4096), "... one WRITE of [0, 4K)");
+	fake_complete_status(fake_pending_nth(NFS3PROC_WRITE, 0), NFS3ERR_NOSPC);
+	fake_run_until(flushed, &flush_status, 5.0);
+	is_int(flush_status, NFS3ERR_NOSPC, "the flush reports NFS3ERR_NOSPC");
+	is_int(stats.cache_writeback_errors, 1, "cache.writeback.errors 1");
+	is_int(stats.cache_dirty_bytes, 0, "cache.dirty.bytes 0: the bytes are forgotten");
+	ok(!extent_set_covers(&o->valid, 0, 4096), "... and no longer valid");
+	ok(memcmp(nfsd.write_verf, verf0, sizeof(verf0)) != 0, "a new write verifier");
+
+	status_is(commit_call("fh-nospc"), NFS3ERR_NOSPC, "the next COMMIT: NFS3ERR_NOSPC");
+	is_int(fake_sent(NFS3PROC_COMMIT), 0, "... without a COMMIT upstream");
+	is_int(fake_sent(NFS3PROC_WRITE), 1, "... nor a WRITE");
+	const struct fake_reply *r = fake_wait_reply(commit_call("fh-nospc"));
+	ok(r && r->status == NFS3_OK && memcmp(r->verf, verf0, sizeof(verf0)) != 0,
+	   "the COMMIT after it: NFS3_OK, with a verifier other than the WRITE's (the client resends)");
+	stop();
+
+	start(tune);
+	diag("2b. the upstream refuses a write-back started by COMMIT: NFS3ERR_ACCES");
+	o = writable_file("fh-acces");
+	memcpy(verf0, nfsd.write_verf, sizeof(verf0));
+	taken(write_call("fh-acces", 0, 4096, UNSTABLE), 4096, "WRITE [0, 4K)");
+	uint32_t xc = commit_call("fh-acces");
+	ok(fake_wait_pending(NFS3PROC_WRITE, 1) && write_sent(0, 4096), "COMMIT: one WRITE of [0, 4K)");
+	fake_complete_status(fake_pending_nth(NFS3PROC_WRITE, 0), NFS3ERR_ACCES);
+	status_is(xc, NFS3ERR_ACCES, "COMMIT: NFS3ERR_ACCES");
+	is_int(fake_sent(NFS3PROC_COMMIT), 0, "... no COMMIT upstream");
+	is_int(stats.cache_writeback_errors, 1, "cache.writeback.errors 1");
+	ok(!cache_access_granted(o, &writer, ACCESS3_MODIFY), "the writer's ACCESS grant is forgotten");
+
+	uint32_t xw = write_call("fh-acces", 0, 4096, UNSTABLE);
+	struct fake_call *ac = fake_pending_nth(NFS3PROC_ACCESS, 0);
+	ok(ac && (ac->access & ACCESS3_MODIFY), "the next WRITE asks ACCESS first");
+	if (!ac)
+		fake_bail_out("the upstream call the case goes on with is missing");
+	ACCESS3res ares = fake_access3res(ACCESS3_READ, &upstream_file);
+	fake_complete(ac, UPSTREAM_OK, &ares);
+	struct fake_call *wc = fake_pending_nth(NFS3PROC_WRITE, 0);
+	ok(wc && wc->stable == FILE_SYNC, "not granted MODIFY: the WRITE goes upstream FILE_SYNC");
+	if (!wc)
+		fake_bail_out("the upstream call the case goes on with is missing");
+	fake_complete_status(wc, NFS3ERR_ACCES);
+	status_is(xw, NFS3ERR_ACCES, "... and gets the upstream's NFS3ERR_ACCES");
+	r = fake_wait_reply(commit_call("fh-acces"));
+	ok(r && r->status == NFS3_OK && memcmp(r->verf, verf0, sizeof(verf0)) != 0,
+	   "a later COMMIT: NFS3_OK, with a verifier other than the lost bytes'");
+	stop();
+}
+
+/* ---- 3. no room for dirty data: JUKEBOX at the deadline --------------- */
+
+static void test_no_room(void)
+{
+	start(tune_no_room);
+	diag("3. cache.max_dirty 64K, upstream.timeout_ms 300, the upstream not answering");
+	struct cache_object *o = writable_file("fh-room");
+
+	taken(write_call("fh-room", 0, 49152, UNSTABLE), 49152, "WRITE [0, 48K)");
+	ev_now_update(lp);
+	ev_tstamp t0 = ev_now(lp);
+	uint32_t x = write_call("fh-room", 49152, 32768, UNSTABLE);
+	ok(fake_wait_pending(NFS3PROC_WRITE, 1), "WRITE [48K, 80K): write-back starts under pressure");
+	fake_run_for(0.1);
+	ok(!fake_reply_of(x), "... and the WRITE waits for room");
+	const struct fake_reply *r = fake_wait_reply(x);
+	double waited = ev_now(lp) - t0;
+	ok(r && r->kind == FAKE_REPLY_JUKEBOX, "no room within upstream.timeout_ms: NFS3ERR_JUKEBOX");
+	ok(waited >= TIMEOUT_MS / 1000.0 - 0.01 && waited < TIMEOUT_MS / 1000.0 + 1.0,
+	   "... after %.3f s (timeout 0.3 s, checked every 0.25 s)", waited);
+	is_int(stats.cache_dirty_bytes, 49152, "cache.dirty.bytes: the first WRITE's only");
+	ok(!extent_set_covers(&o->valid, 49152, 81920), "the refused bytes are not stored");
+
+	diag("3b. the upstream answers again");
+	struct fake_call *w = write_sent(0, 49152);
+	ok(w != NULL, "the pending WRITE is [0, 48K)");
+	if (!w)
+		fake_bail_out("the upstream call the case goes on with is missing");
+	upstream_write(w, verf1);
+	ok(fake_wait_pending(NFS3PROC_COMMIT, 1), "then a COMMIT");
+	upstream_commit(fake_pending_nth(NFS3PROC_COMMIT, 0), verf1);
+	fake_run_for(0.01);
+	is_int(stats.cache_dirty_bytes, 0, "cache.dirty.bytes 0");
+	taken(write_call("fh-room", 49152, 32768, UNSTABLE), 32768, "the client's retry is taken");
+	uint32_t xc = commit_call("fh-room");
+	w = NULL;
+	ok(fake_wait_pending(NFS3PROC_WRITE, 1) && (w = write_sent(49152, 32768)),
+	   "COMMIT: a WRITE of [48K, 80K)");
+	if (!w)
+		fake_bail_out("the upstream call the case goes on with is missing");
+	upstream_write(w, verf1);
+	ok(fake_wait_pending(NFS3PROC_COMMIT, 1), "then a COMMIT");
+	upstream_commit(fake_pending_nth(NFS3PROC_COMMIT, 0), verf1);
+	status_is(xc, NFS3_OK, "COMMIT: NFS3_OK");
+	stop();
+}
+
+int main(void)
+{
+	fake_watchdog(60);
+	lp = ev_loop_new(EVFLAG_AUTO);
+	if (!lp)
+		return 1;
+	log_init(1, LOG_LEVEL_ERROR);
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)(i * 13 + i / 4096);
+
+	test_verifier_change();
+	test_refused();
+	test_no_room();
+
+	ev_loop_destroy(lp);
+	return done();
+}
