@@ -15,8 +15,8 @@
  *   5. readahead on sequential access only.
  *
  * Includes nfs_read.c to see its fetches in flight; the other modules
- * (nfs_write.c, writeback.c, nfs_attrs.c, handlers.c, proc.c, cache/) are
- * linked as they are.
+ * (nfs_write.c, writeback.c, nfs_common.c, nfs_attrs.c, handlers.c, procs.c,
+ * proc.c, cache/) are linked as they are.
  */
 #include "daemon/nfs_read.c"
 
