@@ -49,8 +49,8 @@ struct read_op {
 	struct nfsd_call *call;
 	struct cache_object *o;
 	struct cache_waiter waiter;
-	int sequential;                 /* it starts where the previous READ ended */
-	int readahead_done;
+	bool sequential;                /* it starts where the previous READ ended */
+	bool readahead_done;            /* its readahead was started */
 	int fetches;                    /* upstream READs made for it */
 	struct writeback_waiter wbw;
 	union {
@@ -447,7 +447,7 @@ static void access_done(void *priv, enum upstream_status st, void *res)
 static void op_readahead(struct read_op *op, uint64_t from)
 {
 	if (op->sequential && !op->readahead_done) {
-		op->readahead_done = 1;
+		op->readahead_done = true;
 		readahead(op->o, from, &op->call->cred);
 	}
 }

@@ -50,7 +50,7 @@ struct write_op {
 	struct cache_object *o;
 	struct cache_waiter waiter;          /* a GETATTR, the index, room for dirty data */
 	struct writeback_waiter wbw;         /* the object's write-back */
-	int access_asked;
+	bool access_asked;                   /* ACCESS was asked once for it */
 	union {
 		struct nfsd_getattr getattr;     /* revalidation */
 		struct nfsd_access access;
@@ -278,7 +278,7 @@ static void write_try(struct write_op *op)
 			forward_flushed(op);   /* not granted: the upstream gives the error */
 			return;
 		}
-		op->access_asked = 1;
+		op->access_asked = true;
 		nfsd_access_send(&op->args.access, &a->file, WRITE_ACCESS_ASKED, cred,
 				 write_access_done, op);
 		return;
@@ -339,7 +339,7 @@ void nfsd_proc_write(struct nfsd_call *call)
 	if (!o) {
 		/* a file not seen yet: one ACCESS tells whether it is a regular
 		 * file (its attributes) and whether this writer may write it */
-		op->access_asked = 1;
+		op->access_asked = true;
 		nfsd_access_send(&op->args.access, &a->file, WRITE_ACCESS_ASKED, &call->cred,
 				 write_first_access_done, op);
 		return;

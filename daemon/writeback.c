@@ -212,13 +212,13 @@ static bool waited_for(const struct cache_object *o)
 
 static void throttled_wake(void)
 {
-	static int waking;   /* a woken write calls writeback_throttle(), which calls us */
+	static bool waking;  /* a woken write calls writeback_throttle(), which calls us */
 	struct list_node *pos, *tmp;
 	size_t n = 0;
 
 	if (waking)
 		return;
-	waking = 1;
+	waking = true;
 	/* each waiter once: one that finds no room for its bytes waits again */
 	list_for_each_safe(pos, tmp, &W.throttled)
 		n++;
@@ -237,7 +237,7 @@ static void throttled_wake(void)
 			w->wake(w);
 		}
 	}
-	waking = 0;
+	waking = false;
 }
 
 /* ---- a pass ----------------------------------------------------------- */
