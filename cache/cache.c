@@ -190,6 +190,20 @@ void object_remove(struct cache_object *o)
 		list_del(&o->persist_link);
 	if (!list_empty(&o->wb_link))
 		list_del(&o->wb_link);
+	object_free(o);
+}
+
+static void (*free_hook)(struct cache_object *o);
+
+void cache_set_free_hook(void (*fn)(struct cache_object *o))
+{
+	free_hook = fn;
+}
+
+void object_free(struct cache_object *o)
+{
+	if (free_hook)
+		free_hook(o);
 	extent_set_clear(&o->valid);
 	extent_set_clear(&o->dirty);
 	extent_set_clear(&o->commit);
@@ -742,10 +756,7 @@ static void objects_free(void)
 			next = o->hash_next;
 			if (o->fd >= 0)
 				close(o->fd);
-			extent_set_clear(&o->valid);
-			extent_set_clear(&o->dirty);
-			extent_set_clear(&o->commit);
-			free(o);
+			object_free(o);
 		}
 	}
 	free(cache_state.buckets);

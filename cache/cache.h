@@ -106,15 +106,10 @@ struct cache_object {
 	int getattr_busy;                /* daemon (nfsd_revalidate() sets it, its GETATTR's
 					  * callback clears it): a revalidating GETATTR is in
 					  * flight, others wait for it (the GETATTR also pins) */
-	int removed;                     /* daemon/nfs_write.c: the file's last link was
-					  * removed through us */
-	/* daemon-owned, moving out of this struct (daemon/nfs_read.c, writeback.c) */
-	uint64_t next_offset;            /* end of the last READ: sequential access */
-	uint64_t readahead_end;          /* readahead issued up to here */
-	void *wb;                        /* the write-back pass running (writeback.c) */
-	uint64_t wb_started, wb_done;    /* passes started / finished */
-	uint32_t wb_error;               /* nfsstat3 of a failed write-back, reported by the
-					  * next COMMIT; 0 = none */
+	struct read_state *rd;           /* daemon/nfs_read.c's, NULL until the object's first
+					  * READ; released by the free hook */
+	struct writeback_state *wb;      /* daemon/writeback.c's, NULL until the object's first
+					  * pass; released by the free hook */
 
 	/* ---- below: the cache's own ------------------------------------ */
 	struct cache_object *hash_next;  /* cache.c: the object table's chain */
@@ -355,6 +350,15 @@ struct list_node *cache_uncommitted_list(void);
  */
 int cache_read_backing_async(struct cache_object *o, uint64_t offset, void *buf, uint32_t len,
 			     void (*done)(void *arg, int rc), void *arg);
+
+/*
+ * State the daemon hangs off an object (o->rd, o->wb) is its own: the cache
+ * calls `fn(o)` once with each object it frees (culled, dropped, or at
+ * cache_finalise), just before freeing it, for the daemon to release that
+ * state.  One hook, set once (before cache_init); NULL = none.  `fn` must
+ * not call back into the cache.
+ */
+void cache_set_free_hook(void (*fn)(struct cache_object *o));
 
 /* Call fn(o, arg) for every object (nfscachectl invalidate --all); fn must
  * not create or free objects. */

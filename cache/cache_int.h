@@ -86,6 +86,10 @@ int object_fd(struct cache_object *o);
 bool object_cullable(const struct cache_object *o);
 /* Take `o` out of the table and free it (its file and rows are the caller's). */
 void object_remove(struct cache_object *o);
+/* Free `o` (out of every list already), the daemon's free hook first. */
+void object_free(struct cache_object *o);
+/* Free `o` (out of every list already), the daemon's free hook first. */
+void object_free(struct cache_object *o);
 
 /* dirty.c: the write-back state */
 uint64_t object_uncommitted_bytes(const struct cache_object *o);

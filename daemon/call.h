@@ -21,6 +21,7 @@
 #include "proto/rpc_msg.h"
 
 struct nfsd_conn;
+struct nfsd_call_state;
 
 #define CALL_MAGIC 0x6e63616cu   /* "ncal" */
 
@@ -39,10 +40,9 @@ struct nfsd_call {
 	struct rpc_cred cred;         /* credential sent upstream (after squash) */
 	struct drc_entry *drc;        /* in-progress DRC entry, or NULL */
 	ev_tstamp start;              /* arrival, loop time */
-	void (*fixup)(struct nfsd_call *call, void *res);  /* on the upstream result, before encoding */
-	uint64_t seq;                 /* cache_seq() when the call was forwarded */
-	struct cache_object *held;    /* what the handler holds for the call, released by
-				       * its row's free function (daemon/procs.c) */
+	struct nfsd_call_state *hstate;  /* the handler's per-call state (daemon/nfs_common.h),
+					  * NULL until it makes one; released by its row's
+					  * free function (daemon/procs.c) */
 };
 
 /*

@@ -128,7 +128,7 @@ static void ctl_start_flush(struct ctl_client *c, int argc, char **argv)
 		ctl_send(c, r, strlen(r));
 		return;
 	}
-	if (!nfsd.cache_on || writeback_flush_all(ctl_flush_done, c) == 1)
+	if (!nfsd.cache_on || writeback_flush_all(ctl_flush_done, c) != 0)
 		ctl_flush_done(c, 0);   /* nothing dirty */
 }
 

@@ -20,7 +20,7 @@
 
 #include "common/array.h"
 #include "daemon/ctl_exports.h"
-#include "daemon/handlers.h"
+#include "daemon/nfs_common.h"
 #include "common/log.h"
 #include "daemon/nfsd.h"
 #include "common/stats.h"
@@ -47,7 +47,7 @@ struct ctl_job {
 	GETATTR3args getattr;
 	LOOKUP3args lookup;
 	char name[256];               /* the component being looked up */
-	uint8_t fh[64];               /* the handle reached so far */
+	uint8_t fh[NFSD_FH_MAX];      /* the handle reached so far */
 	uint32_t fh_len;
 	struct rpc_cred cred;         /* root: the command needs root or the group */
 	struct writeback_waiter ww;
@@ -126,12 +126,7 @@ static const struct proc_desc *ctl_mount_proc(uint32_t proc)
 static void ctl_job_call(struct ctl_job *j, const struct proc_desc *d, void *args,
 			 upstream_done_fn done)
 {
-	if (upstream_call(nfsd.upstream, d, args, &j->cred, done, j) == 0)
-		return;
-	if (j->kind == CTL_JOB_STATS)
-		ctl_job_stats_answer(j);   /* with what is known */
-	else
-		ctl_job_answer(j, 0, "%s\n", ctl_upstream_failure(UPSTREAM_TIMEOUT));
+	upstream_call(nfsd.upstream, d, args, &j->cred, done, j);
 }
 
 static void ctl_job_name_next(struct ctl_job *j);
@@ -279,7 +274,7 @@ static void ctl_job_found(struct ctl_job *j)
 	}
 	memset(&j->ww, 0, sizeof(j->ww));
 	j->ww.done = ctl_job_flushed;
-	if (writeback_flush(o, &j->ww) == 1)
+	if (writeback_flush(o, &j->ww) != 0)
 		ctl_job_invalidate_now(j);
 }
 
@@ -460,7 +455,7 @@ void ctl_start_invalidate(struct ctl_client *c, int argc, char **argv)
 	struct ctl_job *j = ctl_job_new(c, CTL_JOB_INVALIDATE);
 	j->path = xstrdup(argv[1]);
 	if (strcmp(argv[1], "--all") == 0) {
-		if (writeback_flush_all(ctl_invalidate_all_done, j) == 1)
+		if (writeback_flush_all(ctl_invalidate_all_done, j) != 0)
 			ctl_invalidate_all_done(j, 0);
 		return;
 	}

@@ -7,54 +7,15 @@
 
 #include <string.h>
 
+#include "common/log.h"
 #include "daemon/call.h"
 #include "daemon/handlers.h"
-#include "common/log.h"
+#include "daemon/nfs_common.h"
 #include "daemon/nfsd.h"
-#include "daemon/upstream.h"
-#include "cache/cache.h"
-
-
-
-static void forward_done(void *priv, enum upstream_status st, void *res)
-{
-	struct nfsd_call *call = priv;
-
-	switch (st) {
-	case UPSTREAM_OK:
-		if (call->fixup)
-			call->fixup(call, res);
-		call_reply(call, res);
-		break;
-	case UPSTREAM_TIMEOUT:
-		call_reply_jukebox(call);
-		break;
-	case UPSTREAM_DENIED:
-		call_reply_auth_error(call, RPC_AUTH_BADCRED);
-		break;
-	case UPSTREAM_FAILED:
-	default:
-		call_reply_rpc_error(call, RPC_SYSTEM_ERR);
-		break;
-	}
-}
-
-void nfsd_forward_with(struct nfsd_call *call, void (*fixup)(struct nfsd_call *call, void *res))
-{
-	call->fixup = fixup;
-	call->seq = cache_seq();
-	if (upstream_call(nfsd.upstream, call->desc, call->args, &call->cred, forward_done, call) != 0)
-		call_reply_jukebox(call);
-}
 
 void nfsd_proc_forward(struct nfsd_call *call)
 {
 	nfsd_forward_with(call, NULL);
-}
-
-static void readdirplus_fixup(struct nfsd_call *call, void *res)
-{
-	nfsd_readdirplus_snoop(call, res);
 }
 
 void nfsd_proc_readdir(struct nfsd_call *call)
@@ -69,7 +30,7 @@ void nfsd_proc_readdir(struct nfsd_call *call)
 			a->maxcount = nfsd.max_payload;
 		if (a->dircount > a->maxcount)
 			a->dircount = a->maxcount;
-		nfsd_forward_with(call, readdirplus_fixup);
+		nfsd_forward_with(call, nfsd_readdirplus_snoop);
 		return;
 	}
 	nfsd_forward_with(call, NULL);
@@ -98,29 +59,6 @@ static void fsinfo_fixup(struct nfsd_call *call, void *res)
 void nfsd_proc_fsinfo(struct nfsd_call *call)
 {
 	nfsd_forward_with(call, fsinfo_fixup);
-}
-
-/* Is `path` one of the space-separated paths of upstream.exports ("" = all)? */
-int nfsd_export_allowed(const char *path)
-{
-	const char *list = nfsd.cfg.upstream_exports;
-	size_t n = strlen(path);
-
-	while (path[0] && n > 1 && path[n - 1] == '/')
-		n--;   /* "/export/" names "/export" */
-	if (!*list)
-		return 1;
-	while (*list) {
-		while (*list == ' ' || *list == ',' || *list == '\t')
-			list++;
-		size_t w = strcspn(list, " ,\t"), wn = w;
-		while (wn > 1 && list[wn - 1] == '/')
-			wn--;   /* "/export/" in the list names "/export" too */
-		if (wn && wn == n && strncmp(list, path, n) == 0)
-			return 1;
-		list += w;
-	}
-	return 0;
 }
 
 void nfsd_proc_mnt(struct nfsd_call *call)

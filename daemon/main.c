@@ -188,7 +188,7 @@ static void stop_flush_start(struct ev_loop *loop)
 	char msg[128];
 
 	if (!nfsd.cache_on || stats.cache_dirty_bytes == 0 ||
-	    writeback_flush_all(stop_flush_done, NULL) == 1) {
+	    writeback_flush_all(stop_flush_done, NULL) != 0) {
 		ev_break(loop, EVBREAK_ALL);
 		return;
 	}
@@ -446,6 +446,7 @@ static int main_cache_start(void)
 
 	snprintf(volume, sizeof(volume), "%s:%s", upstream_server(nfsd.upstream),
 		 upstream_export(nfsd.upstream));
+	cache_set_free_hook(nfsd_object_release);
 	if (cache_init(nfsd.loop, &nfsd.cfg.cache, volume) == 0 && writeback_init(nfsd.loop) == 0)
 		nfsd.cache_on = 1;
 	else

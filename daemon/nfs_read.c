@@ -10,46 +10,58 @@
  * several READs in flight), stored with one pwrite, and the client answered
  * from the fetched buffer.  Misses on a range already being fetched wait for
  * that fetch instead of sending another.
+ *
+ * Owns each object's read state (o->rd, struct read_state): where the last
+ * READ ended, how far readahead went, and the object's fetches in flight;
+ * made by the object's first READ, released with the object
+ * (nfsd_read_state_free, through the cache's free hook).
  */
 #include "config.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cache/cache.h"
+#include "common/log.h"
+#include "common/stats.h"
+#include "common/xalloc.h"
 #include "daemon/call.h"
 #include "daemon/handlers.h"
-#include "common/log.h"
+#include "daemon/nfs_common.h"
 #include "daemon/nfsd.h"
-#include "common/stats.h"
 #include "daemon/upstream.h"
 #include "daemon/writeback.h"
-#include "common/xalloc.h"
 
-#define ACCESS3_READ_BIT 0x0001
-#define READAHEAD_MAX_FETCHES 8     /* readahead READs in flight per object */
+#define READAHEAD_MAX_FETCHES 8     /* readahead READs in flight, all objects */
+
+/* nfs_read.c's part of a cache object (o->rd). */
+struct read_state {
+	uint64_t next_offset;           /* end of the last READ: sequential access */
+	uint64_t readahead_end;         /* readahead issued up to here, bytes */
+	struct list_node fetches;       /* struct fetch in flight for the object */
+};
 
 struct read_op {
 	struct nfsd_call *call;
 	struct cache_object *o;
 	struct cache_waiter waiter;
-	uint64_t seq;                   /* cache_seq() when the current step was sent */
-	int sequential;                 /* it starts where the previous READ ended */
-	int readahead_done;
+	bool sequential;                /* it starts where the previous READ ended */
+	bool readahead_done;            /* its readahead was started */
 	int fetches;                    /* upstream READs made for it */
 	struct writeback_waiter wbw;
 	union {
-		GETATTR3args getattr;
-		ACCESS3args access;
+		struct nfsd_getattr getattr;    /* revalidation */
+		struct nfsd_access access;
 	} args;
 };
 
 /* One READ sent upstream for [start, start + len) of an object. */
 struct fetch {
-	struct list_node link;          /* in fetches */
+	struct list_node link;          /* in o->rd->fetches */
 	struct cache_object *o;
 	uint64_t start;
 	uint32_t len;
@@ -59,10 +71,27 @@ struct fetch {
 	struct rpc_cred cred;
 };
 
-static struct list_node fetches = LIST_INIT(fetches);
 static unsigned readahead_in_flight;
 
 static void read_try(struct read_op *op);
+
+/* The read state of `o`, made on first use.  Never NULL. */
+static struct read_state *read_state(struct cache_object *o)
+{
+	if (!o->rd) {
+		o->rd = xcalloc(1, sizeof(*o->rd));
+		list_init(&o->rd->fetches);
+	}
+	return o->rd;
+}
+
+void nfsd_read_state_free(struct cache_object *o)
+{
+	/* fetches pin their object (cache_pin): the cache frees none while one is
+	 * in flight, unless the daemon stops (cache_finalise) */
+	free(o->rd);
+	o->rd = NULL;
+}
 
 static void op_free(struct read_op *op)
 {
@@ -90,16 +119,19 @@ static struct stats_export_counts *export_stats(const struct cache_object *o)
 	return stats_export(o->have_attrs, o->attrs.fsid);
 }
 
-static int fetch_overlaps(const struct cache_object *o, uint64_t start, uint64_t end)
+/* Is a byte of [start, end) of `o` being fetched? */
+static bool fetch_overlaps(const struct cache_object *o, uint64_t start, uint64_t end)
 {
 	struct list_node *pos;
 
-	for (pos = fetches.next; pos != &fetches; pos = pos->next) {
+	if (!o->rd)
+		return false;
+	for (pos = o->rd->fetches.next; pos != &o->rd->fetches; pos = pos->next) {
 		struct fetch *f = list_entry(pos, struct fetch, link);
-		if (f->o == o && f->start < end && start < f->start + f->len)
-			return 1;
+		if (f->start < end && start < f->start + f->len)
+			return true;
 	}
-	return 0;
+	return false;
 }
 
 static void reply_from(struct read_op *op, READ3res *res)
@@ -112,20 +144,20 @@ static void reply_from(struct read_op *op, READ3res *res)
 
 /* ---- answering from the cache ---------------------------------------- */
 
-static int pages_uptodate(const struct cache_object *o, uint64_t start, uint64_t end)
+static bool pages_uptodate(const struct cache_object *o, uint64_t start, uint64_t end)
 {
 	uint64_t pg = cache_config()->page_size;
 
 	for (uint64_t p = start / pg; p * pg < end; p++)
 		if (!extent_set_page_uptodate(&o->valid, p, pg, cache_client_size(o)))
-			return 0;
-	return 1;
+			return false;
+	return true;
 }
 
 struct local_read {
 	struct read_op *op;
 	uint64_t start, end;
-	int whole;           /* every touched page wholly uptodate */
+	bool whole;          /* every touched page wholly uptodate */
 	char *buf;
 };
 
@@ -176,10 +208,10 @@ static void local_read_done(void *arg, int rc)
 	read_try(op);   /* lost behind our back: fetched again */
 }
 
-/* 1 when answered (or being answered from a worker), 0 when the bytes are
- * not all here.  Bytes in the page cache are read on the loop; the others
- * on a worker thread (the loop never waits on the disk). */
-static int serve_local(struct read_op *op)
+/* true when answered (or being answered from a worker), false when the
+ * bytes are not all here.  Bytes in the page cache are read on the loop;
+ * the others on a worker thread (the loop never waits on the disk). */
+static bool serve_local(struct read_op *op)
 {
 	READ3args *a = op->call->args;
 	struct cache_object *o = op->o;
@@ -191,10 +223,10 @@ static int serve_local(struct read_op *op)
 	if (start > end)
 		start = end;
 	if (!extent_set_covers(&o->valid, start, end))
-		return 0;
-	int whole = pages_uptodate(o, start, end);
+		return false;
+	bool whole = pages_uptodate(o, start, end);
 	if (!whole && !cache_config()->partial_pages)
-		return 0;
+		return false;
 	struct local_read *lr = xcalloc(1, sizeof(*lr));
 	lr->op = op;
 	lr->start = start;
@@ -205,13 +237,13 @@ static int serve_local(struct read_op *op)
 	int rc = n ? cache_read_local_nowait(o, start, lr->buf, n) : 0;
 	if (rc == 0) {
 		local_reply(lr);
-		return 1;
+		return true;
 	}
 	if (rc == -EAGAIN && cache_read_async(o, start, lr->buf, n, local_read_done, lr) == 0)
-		return 1;
+		return true;
 	free(lr->buf);
 	free(lr);
-	return 0;   /* lost behind our back: fetched again */
+	return false;   /* lost behind our back: fetched again */
 }
 
 /* ---- fetching -------------------------------------------------------- */
@@ -232,7 +264,7 @@ static void fetch_start(struct cache_object *o, uint64_t start, uint32_t len,
 	f->args.file.data.data_val = (char *)o->fh;
 	f->args.offset = start;
 	f->args.count = len;
-	list_add_tail(&fetches, &f->link);
+	list_add_tail(&read_state(o)->fetches, &f->link);
 	cache_pin(o);
 	if (!op)
 		readahead_in_flight++;
@@ -249,13 +281,14 @@ static void readahead(struct cache_object *o, uint64_t from, const struct rpc_cr
 		return;   /* nothing fetched ahead could be kept */
 	if (o->coh.known && limit > (cache_client_size(o) + pg - 1) / pg * pg)
 		limit = (cache_client_size(o) + pg - 1) / pg * pg;
-	if (o->readahead_end < from)
-		o->readahead_end = from;
-	while (o->readahead_end < limit && readahead_in_flight < READAHEAD_MAX_FETCHES) {
-		uint64_t s = o->readahead_end, e = s + nfsd.max_payload;
+	struct read_state *rd = read_state(o);
+	if (rd->readahead_end < from)
+		rd->readahead_end = from;
+	while (rd->readahead_end < limit && readahead_in_flight < READAHEAD_MAX_FETCHES) {
+		uint64_t s = rd->readahead_end, e = s + nfsd.max_payload;
 		if (e > limit)
 			e = limit;
-		o->readahead_end = e;
+		rd->readahead_end = e;
 		uint64_t gs, ge;
 		if (!extent_set_first_gap(&o->valid, s, e, &gs, &ge) || fetch_overlaps(o, s, e))
 			continue;
@@ -297,7 +330,7 @@ static void read_after_flush(struct writeback_waiter *w, int status)
 	read_try(op);
 }
 
-static int ok_attrs(const READ3res *r)
+static bool ok_attrs(const READ3res *r)
 {
 	return r->READ3res_u.resok.file_attributes.attributes_follow;
 }
@@ -340,7 +373,7 @@ static void fetch_done(void *priv, enum upstream_status st, void *res)
 		cache_store(o, f->start, ok->data.data_val, n, f->seq);
 		if (ok->eof && cache_has_uncommitted(o))
 			store_zeros_past_eof(o, f, n);
-		cache_access_record(o, &f->cred, ACCESS3_READ_BIT, ACCESS3_READ_BIT);
+		cache_access_record(o, &f->cred, ACCESS3_READ, ACCESS3_READ);
 	}
 	if (f->op) {
 		struct read_op *op = f->op;
@@ -355,8 +388,8 @@ static void fetch_done(void *priv, enum upstream_status st, void *res)
 			} else {
 				op->fetches = 0;
 				op->wbw.done = read_after_flush;
-				if (writeback_flush(o, &op->wbw) == 1)
-					read_try(op);
+				if (writeback_flush(o, &op->wbw) != 0)
+					read_try(op);   /* nothing to write back after all */
 			}
 		} else if (st == UPSTREAM_OK && r->status == NFS3_OK) {
 			if (ok_attrs(r))
@@ -380,22 +413,16 @@ static void fetch_done(void *priv, enum upstream_status st, void *res)
 
 /* ---- revalidation ---------------------------------------------------- */
 
-static void getattr_done(void *priv, enum upstream_status st, void *res)
+static void read_revalidated(struct nfsd_getattr *g, enum upstream_status st, const GETATTR3res *r)
 {
-	struct read_op *op = priv;
-	GETATTR3res *r = res;
+	struct read_op *op = container_of(g, struct read_op, args.getattr);
 
-	struct cache_object *o = op->o;
-
-	o->getattr_busy = 0;
-	cache_unpin(o);
-	if (st == UPSTREAM_OK && r->status == NFS3_OK)
-		cache_attrs_update(o, &r->GETATTR3res_u.resok.obj_attributes, op->seq);
-	if (cache_attrs_fresh(o))
+	(void)st;
+	(void)r;
+	if (cache_attrs_fresh(op->o))
 		read_try(op);
 	else
 		read_forward(op);   /* not a regular file, stale handle, no answer...: the upstream decides */
-	cache_wake(o);
 }
 
 static void access_done(void *priv, enum upstream_status st, void *res)
@@ -404,8 +431,8 @@ static void access_done(void *priv, enum upstream_status st, void *res)
 	ACCESS3res *r = res;
 
 	if (st == UPSTREAM_OK && r->status == NFS3_OK) {
-		nfsd_access_snoop(op->o, &op->call->cred, op->args.access.access, r, op->seq);
-		if (cache_access_granted(op->o, &op->call->cred, ACCESS3_READ_BIT)) {
+		nfsd_access_snoop(op->o, &op->call->cred, &op->args.access, r);
+		if (cache_access_granted(op->o, &op->call->cred, ACCESS3_READ)) {
 			read_try(op);
 			return;
 		}
@@ -418,7 +445,7 @@ static void access_done(void *priv, enum upstream_status st, void *res)
 static void op_readahead(struct read_op *op, uint64_t from)
 {
 	if (op->sequential && !op->readahead_done) {
-		op->readahead_done = 1;
+		op->readahead_done = true;
 		readahead(op->o, from, &op->call->cred);
 	}
 }
@@ -429,8 +456,7 @@ static void read_try(struct read_op *op)
 	READ3args *a = op->call->args;
 	const struct rpc_cred *cred = &op->call->cred;
 
-	if (nfsd_revalidate(o, &a->file, cred, &op->waiter, &op->args.getattr, &op->seq,
-			    getattr_done, op))
+	if (nfsd_revalidate(o, cred, &op->waiter, &op->args.getattr, read_revalidated))
 		return;
 	uint64_t pg = cache_config()->page_size;
 	uint64_t end = a->offset + a->count;
@@ -440,11 +466,8 @@ static void read_try(struct read_op *op)
 		fe = fs + nfsd.max_payload;   /* the rest is a short read: legal */
 	uint64_t size = cache_client_size(o);
 	if (extent_set_covers(&o->valid, a->offset, end < size ? end : size) || a->offset >= size) {
-		if (!cache_access_granted(o, cred, ACCESS3_READ_BIT)) {
-			op->seq = cache_seq();
-			op->args.access.object = a->file;
-			op->args.access.access = ACCESS3_READ_BIT;
-			upstream_call(nfsd.upstream, proc_nfs3(4), &op->args.access, cred, access_done, op);
+		if (!cache_access_granted(o, cred, ACCESS3_READ)) {
+			nfsd_access_send(&op->args.access, &a->file, ACCESS3_READ, cred, access_done, op);
 			return;
 		}
 		op_readahead(op, end);
@@ -483,12 +506,13 @@ static void first_read_fixup(struct nfsd_call *call, void *res)
 	struct cache_object *o = cache_get((const uint8_t *)a->file.data.data_val,
 					   a->file.data.data_len);
 	uint32_t n = ok->count <= ok->data.data_len ? ok->count : ok->data.data_len;
-	cache_attrs_update(o, &ok->file_attributes.post_op_attr_u.attributes, call->seq);
+	uint64_t seq = nfsd_call_state(call)->seq;
+	cache_attrs_update(o, &ok->file_attributes.post_op_attr_u.attributes, seq);
 	stats.cache_read_bytes_upstream += n;
 	xs->cache_read_bytes_upstream += n;
-	cache_store(o, a->offset, ok->data.data_val, n, call->seq);
-	cache_access_record(o, &call->cred, ACCESS3_READ_BIT, ACCESS3_READ_BIT);
-	o->next_offset = a->offset + a->count;
+	cache_store(o, a->offset, ok->data.data_val, n, seq);
+	cache_access_record(o, &call->cred, ACCESS3_READ, ACCESS3_READ);
+	read_state(o)->next_offset = a->offset + a->count;
 }
 
 void nfsd_proc_read(struct nfsd_call *call)
@@ -499,7 +523,7 @@ void nfsd_proc_read(struct nfsd_call *call)
 		a->count = nfsd.max_payload;
 	/* what the cache would answer differently from the upstream goes there:
 	 * 0-byte reads (EOF flag) and offsets past what a file can hold */
-	if (!nfsd.cache_on || a->file.data.data_len == 0 || a->file.data.data_len > 64 ||
+	if (!nfsd.cache_on || !nfsd_fh_cacheable(&a->file) ||
 	    a->count == 0 || a->offset > (uint64_t)INT64_MAX - a->count) {
 		nfsd_forward_with(call, NULL);
 		return;
@@ -513,8 +537,9 @@ void nfsd_proc_read(struct nfsd_call *call)
 	struct read_op *op = xcalloc(1, sizeof(*op));
 	op->call = call;
 	op->o = o;
-	op->sequential = a->offset == o->next_offset && a->offset != 0;
-	o->next_offset = a->offset + a->count;
+	struct read_state *rd = read_state(o);
+	op->sequential = a->offset == rd->next_offset && a->offset != 0;
+	rd->next_offset = a->offset + a->count;
 	cache_pin(op->o);
 	op->waiter.wake = op_wake;
 	read_try(op);

@@ -31,18 +31,18 @@
 #include <string.h>
 
 #include "cache/cache.h"
+#include "common/log.h"
+#include "common/stats.h"
+#include "common/xalloc.h"
 #include "daemon/call.h"
 #include "daemon/handlers.h"
-#include "common/log.h"
+#include "daemon/nfs_common.h"
 #include "daemon/nfsd.h"
-#include "common/stats.h"
 #include "daemon/upstream.h"
 #include "daemon/writeback.h"
-#include "common/xalloc.h"
 
-#define ACCESS3_READ_BIT 0x0001
-#define ACCESS3_MODIFY_BIT 0x0004
-#define ACCESS3_EXTEND_BIT 0x0008
+/* What a WRITE taken locally asks ACCESS for (RFC 1813 §3.3.4). */
+#define WRITE_ACCESS_ASKED (ACCESS3_READ | ACCESS3_MODIFY | ACCESS3_EXTEND)
 
 /* One WRITE, COMMIT, SETATTR or REMOVE that waits for something first. */
 struct write_op {
@@ -50,25 +50,17 @@ struct write_op {
 	struct cache_object *o;
 	struct cache_waiter waiter;          /* a GETATTR, the index, room for dirty data */
 	struct writeback_waiter wbw;         /* the object's write-back */
-	uint64_t seq;                        /* cache_seq() when the current step was sent */
-	int access_asked;
+	bool access_asked;                   /* ACCESS was asked once for it */
 	union {
-		GETATTR3args getattr;
-		ACCESS3args access;
+		struct nfsd_getattr getattr;     /* revalidation */
+		struct nfsd_access access;
 		LOOKUP3args lookup;
 	} args;
 };
 
-static int writeback_mode(void)
+static bool writeback_mode(void)
 {
 	return nfsd.cache_on && nfsd.cfg.cache.write_mode == WRITE_MODE_WRITEBACK;
-}
-
-struct cache_object *nfsd_cache_object(const nfs_fh3 *fh)
-{
-	if (!nfsd.cache_on || fh->data.data_len == 0 || fh->data.data_len > 64)
-		return NULL;
-	return cache_find((const uint8_t *)fh->data.data_val, fh->data.data_len);
 }
 
 static struct write_op *op_new(struct nfsd_call *call, struct cache_object *o)
@@ -101,20 +93,19 @@ static void commit_fixup(struct nfsd_call *call, void *res);
 /* ---- forwarded WRITEs ------------------------------------------------- */
 
 /* Count our changes in flight: their replies may come back in any order. */
+static void change_ends(struct cache_object *o)
+{
+	cache_change_end(o);
+}
+
 static void change_begins(struct nfsd_call *call, const nfs_fh3 *fh)
 {
 	struct cache_object *o = nfsd_cache_object(fh);
 
 	if (o) {
 		cache_change_begin(o);
-		call->held = o;
+		nfsd_call_hold(call, o, change_ends);
 	}
-}
-
-void nfsd_change_free(struct nfsd_call *call)
-{
-	if (call->held)
-		cache_change_end(call->held);
 }
 
 /* A WRITE that went upstream: its bytes become valid (write-through); in
@@ -126,8 +117,7 @@ static void write_fixup(struct nfsd_call *call, void *res)
 
 	if (writeback_mode() && r->status == NFS3_OK)
 		memcpy(r->WRITE3res_u.resok.verf, nfsd.write_verf, NFS3_WRITEVERFSIZE);
-	if (r->status != NFS3_OK || !nfsd.cache_on || a->file.data.data_len == 0 ||
-	    a->file.data.data_len > 64)
+	if (r->status != NFS3_OK || !nfsd.cache_on || !nfsd_fh_cacheable(&a->file))
 		return;
 	const post_op_attr *post = &r->WRITE3res_u.resok.file_wcc.after;
 	if (!post->attributes_follow || post->post_op_attr_u.attributes.type != NF3REG)
@@ -172,8 +162,8 @@ static void forward_after_flush(struct writeback_waiter *w, int status)
 static void forward_flushed(struct write_op *op)
 {
 	op->wbw.done = forward_after_flush;
-	if (!op->o || writeback_flush(op->o, &op->wbw) == 1)
-		forward_after_flush(&op->wbw, 0);
+	if (!op->o || writeback_flush(op->o, &op->wbw) != 0)
+		forward_after_flush(&op->wbw, 0);   /* nothing to write back */
 }
 
 /* ---- WRITE taken locally ---------------------------------------------- */
@@ -195,29 +185,23 @@ static void retry_after_flush(struct writeback_waiter *w, int status)
 		write_try(op);
 }
 
-static int cred_same(const struct rpc_cred *a, const struct rpc_cred *b)
+static bool cred_same(const struct rpc_cred *a, const struct rpc_cred *b)
 {
 	return a->uid == b->uid && a->gid == b->gid && a->gids_len == b->gids_len &&
 	       memcmp(a->gids, b->gids, a->gids_len * sizeof(a->gids[0])) == 0;
 }
 
-static void write_getattr_done(void *priv, enum upstream_status st, void *res)
+static void write_revalidated(struct nfsd_getattr *g, enum upstream_status st, const GETATTR3res *r)
 {
-	struct write_op *op = priv;
-	GETATTR3res *r = res;
-	struct cache_object *o = op->o;
+	struct write_op *op = container_of(g, struct write_op, args.getattr);
 
-	o->getattr_busy = 0;
-	cache_unpin(o);
-	if (st == UPSTREAM_OK && r->status == NFS3_OK)
-		cache_attrs_update(o, &r->GETATTR3res_u.resok.obj_attributes, op->seq);
+	(void)r;
 	if (st == UPSTREAM_TIMEOUT)
 		op_jukebox(op);        /* no upstream: forwarding would wait as long again */
-	else if (cache_attrs_fresh(o))
+	else if (cache_attrs_fresh(op->o))
 		write_try(op);
 	else
 		forward_flushed(op);   /* the upstream decides */
-	cache_wake(o);
 }
 
 static void write_access_done(void *priv, enum upstream_status st, void *res)
@@ -226,7 +210,7 @@ static void write_access_done(void *priv, enum upstream_status st, void *res)
 	ACCESS3res *r = res;
 
 	if (st == UPSTREAM_OK && r->status == NFS3_OK)
-		nfsd_access_snoop(op->o, &op->call->cred, op->args.access.access, r, op->seq);
+		nfsd_access_snoop(op->o, &op->call->cred, &op->args.access, r);
 	if (st == UPSTREAM_TIMEOUT)
 		op_jukebox(op);
 	else
@@ -244,7 +228,7 @@ static void write_first_access_done(void *priv, enum upstream_status st, void *r
 		if (pa->attributes_follow && pa->post_op_attr_u.attributes.type == NF3REG) {
 			struct cache_object *o = cache_get((const uint8_t *)a->file.data.data_val,
 							   a->file.data.data_len);
-			nfsd_access_snoop(o, &op->call->cred, op->args.access.access, r, op->seq);
+			nfsd_access_snoop(o, &op->call->cred, &op->args.access, r);
 			op->o = o;
 			cache_pin(o);
 			write_try(op);
@@ -285,29 +269,25 @@ static void write_try(struct write_op *op)
 	WRITE3args *a = op->call->args;
 	const struct rpc_cred *cred = &op->call->cred;
 
-	if (nfsd_revalidate(o, &a->file, cred, &op->waiter, &op->args.getattr, &op->seq,
-			    write_getattr_done, op))
+	if (nfsd_revalidate(o, cred, &op->waiter, &op->args.getattr, write_revalidated))
 		return;
 	uint64_t end = a->offset + a->count;
-	uint32_t need = ACCESS3_MODIFY_BIT | (end > cache_client_size(o) ? ACCESS3_EXTEND_BIT : 0);
+	uint32_t need = ACCESS3_MODIFY | (end > cache_client_size(o) ? ACCESS3_EXTEND : 0);
 	if (!cache_access_granted(o, cred, need)) {
 		if (op->access_asked) {
 			forward_flushed(op);   /* not granted: the upstream gives the error */
 			return;
 		}
-		op->access_asked = 1;
-		op->seq = cache_seq();
-		op->args.access.object = a->file;
-		op->args.access.access = ACCESS3_READ_BIT | ACCESS3_MODIFY_BIT | ACCESS3_EXTEND_BIT;
-		upstream_call(nfsd.upstream, proc_nfs3(NFS3PROC_ACCESS), &op->args.access, cred,
-			      write_access_done, op);
+		op->access_asked = true;
+		nfsd_access_send(&op->args.access, &a->file, WRITE_ACCESS_ASKED, cred,
+				 write_access_done, op);
 		return;
 	}
 	if (cache_has_uncommitted(o) && !cred_same(&o->wb_cred, cred)) {
 		/* another writer's dirty data goes first, with its credential */
 		op->wbw.done = retry_after_flush;
 		if (writeback_flush(o, &op->wbw) == 0)
-			return;
+			return;   /* retry_after_flush() goes on */
 	}
 	if (a->offset > cache_client_size(o) + CACHE_WRITE_GAP_MAX) {
 		forward_flushed(op);   /* a far hole: not filled with zeros here */
@@ -350,7 +330,7 @@ void nfsd_proc_write(struct nfsd_call *call)
 	struct write_op *op = op_new(call, o);
 	op->waiter.wake = op_wake;
 	if (a->stable != UNSTABLE || a->count == 0 || a->offset > (uint64_t)INT64_MAX - a->count ||
-	    a->file.data.data_len == 0 || a->file.data.data_len > 64) {
+	    !nfsd_fh_cacheable(&a->file)) {
 		/* a stable write, or one the cache would answer differently: the
 		 * upstream's */
 		forward_flushed(op);
@@ -359,13 +339,9 @@ void nfsd_proc_write(struct nfsd_call *call)
 	if (!o) {
 		/* a file not seen yet: one ACCESS tells whether it is a regular
 		 * file (its attributes) and whether this writer may write it */
-		op->access_asked = 1;
-		op->seq = cache_seq();
-		op->args.access.object = a->file;
-		op->args.access.access = ACCESS3_READ_BIT | ACCESS3_MODIFY_BIT | ACCESS3_EXTEND_BIT;
-		if (upstream_call(nfsd.upstream, proc_nfs3(NFS3PROC_ACCESS), &op->args.access,
-				  &call->cred, write_first_access_done, op) != 0)
-			forward_flushed(op);
+		op->access_asked = true;
+		nfsd_access_send(&op->args.access, &a->file, WRITE_ACCESS_ASKED, &call->cred,
+				 write_first_access_done, op);
 		return;
 	}
 	write_try(op);
@@ -382,7 +358,7 @@ static void commit_fixup(struct nfsd_call *call, void *res)
 	if (r->status != NFS3_OK)
 		return;
 	if (o && post->attributes_follow)
-		cache_attrs_update(o, &post->post_op_attr_u.attributes, call->seq);
+		cache_attrs_update(o, &post->post_op_attr_u.attributes, nfsd_call_state(call)->seq);
 	if (writeback_mode()) {
 		/* WRITEs of this file were answered with our verifier (forwarded
 		 * ones as FILE_SYNC): the same one here */
@@ -420,16 +396,16 @@ static void commit_after_flush(struct writeback_waiter *w, int status)
 		return;
 	}
 	memset(&res, 0, sizeof(res));
-	wcc_data *wcc = o->wb_error ? &res.COMMIT3res_u.resfail.file_wcc : &res.COMMIT3res_u.resok.file_wcc;
+	/* reported once, as the Linux client reports it to one fsync */
+	uint32_t err = writeback_take_error(o);
+	wcc_data *wcc = err ? &res.COMMIT3res_u.resfail.file_wcc : &res.COMMIT3res_u.resok.file_wcc;
 	if (o->have_attrs) {
 		wcc->after.attributes_follow = 1;
 		wcc->after.post_op_attr_u.attributes = o->attrs;
 		cache_patch_attrs(o, &wcc->after.post_op_attr_u.attributes);
 	}
-	if (o->wb_error) {
-		/* reported once, as the Linux client reports it to one fsync */
-		res.status = commit_error(o->wb_error);
-		o->wb_error = 0;
+	if (err) {
+		res.status = commit_error(err);
 	} else {
 		res.status = NFS3_OK;
 		memcpy(res.COMMIT3res_u.resok.verf, nfsd.write_verf, NFS3_WRITEVERFSIZE);
@@ -454,8 +430,8 @@ void nfsd_proc_commit(struct nfsd_call *call)
 	/* the whole file, whatever range was asked: one pass holds it all */
 	struct write_op *op = op_new(call, o);
 	op->wbw.done = commit_after_flush;
-	if (writeback_flush(o, &op->wbw) == 1)
-		commit_after_flush(&op->wbw, 0);
+	if (writeback_flush(o, &op->wbw) != 0)
+		commit_after_flush(&op->wbw, 0);   /* nothing to write back */
 }
 
 /* ---- SETATTR ---------------------------------------------------------- */
@@ -506,28 +482,26 @@ void nfsd_proc_setattr(struct nfsd_call *call)
 	 * so that it lands under the new attributes, never after them */
 	struct write_op *op = op_new(call, o);
 	op->wbw.done = setattr_after_flush;
-	if (writeback_flush(o, &op->wbw) == 1)
-		setattr_after_flush(&op->wbw, 0);
+	if (writeback_flush(o, &op->wbw) != 0)
+		setattr_after_flush(&op->wbw, 0);   /* nothing to write back */
 }
 
 /* ---- REMOVE ----------------------------------------------------------- */
 
-void nfsd_remove_free(struct nfsd_call *call)
+static void remove_unpin(struct cache_object *o)
 {
-	if (call->held)
-		cache_unpin(call->held);
+	cache_unpin(o);
 }
 
 static void remove_fixup(struct nfsd_call *call, void *res)
 {
 	REMOVE3res *r = res;
-	struct cache_object *o = call->held;
+	struct cache_object *o = nfsd_call_state(call)->held;
 
 	if (o && r->status == NFS3_OK) {
 		/* its last link: nothing to write the dirty bytes to any more */
 		uint64_t n = cache_dirty_drop(o, 0, UINT64_MAX);
-		o->removed = 1;
-		o->wb_error = 0;
+		writeback_removed(o);
 		log_debug("writeback: object %llu removed: %llu dirty bytes dropped",
 			  (unsigned long long)o->id, (unsigned long long)n);
 	}
@@ -544,8 +518,8 @@ static void remove_lookup_done(void *priv, enum upstream_status st, void *res)
 		struct cache_object *o = nfsd_cache_object(&ok->object);
 		if (o && cache_has_uncommitted(o) && ok->obj_attributes.attributes_follow &&
 		    ok->obj_attributes.post_op_attr_u.attributes.nlink <= 1) {
-			call->held = o;
-			cache_pin(o);   /* held until the call is freed: nfsd_remove_free */
+			cache_pin(o);   /* until the call is freed */
+			nfsd_call_hold(call, o, remove_unpin);
 		}
 	}
 	op_free(op);
@@ -563,9 +537,6 @@ void nfsd_proc_remove(struct nfsd_call *call)
 	/* which file goes: a LOOKUP, only while some file has dirty data */
 	struct write_op *op = op_new(call, NULL);
 	op->args.lookup.what = a->object;
-	if (upstream_call(nfsd.upstream, proc_nfs3(NFS3PROC_LOOKUP), &op->args.lookup, &call->cred,
-			  remove_lookup_done, op) != 0) {
-		op_free(op);
-		nfsd_forward_with(call, NULL);
-	}
+	upstream_call(nfsd.upstream, proc_nfs3(NFS3PROC_LOOKUP), &op->args.lookup, &call->cred,
+		      remove_lookup_done, op);
 }

@@ -30,4 +30,10 @@ struct nfsd {
 
 extern struct nfsd nfsd;
 
+/* nfs_common.c: the cache's free hook (cache_set_free_hook(), set by main
+ * before cache_init): releases what the handlers and write-back hang off a
+ * cache object (o->rd, o->wb). */
+struct cache_object;
+void nfsd_object_release(struct cache_object *o);
+
 #endif

@@ -11,30 +11,31 @@
 
 #include "common/macros.h"
 #include "daemon/handlers.h"
+#include "proto/proc.h"
 
 static const struct nfsd_proc nfs3_table[] = {
 	[NFS3PROC_NULL] = { nfsd_proc_forward, NULL },
-	[NFS3PROC_GETATTR] = { nfsd_proc_attrs, NULL },
-	[NFS3PROC_SETATTR] = { nfsd_proc_setattr, nfsd_change_free },
-	[NFS3PROC_LOOKUP] = { nfsd_proc_attrs, NULL },
-	[NFS3PROC_ACCESS] = { nfsd_proc_attrs, NULL },
+	[NFS3PROC_GETATTR] = { nfsd_proc_attrs, nfsd_call_state_free },
+	[NFS3PROC_SETATTR] = { nfsd_proc_setattr, nfsd_call_state_free },
+	[NFS3PROC_LOOKUP] = { nfsd_proc_attrs, nfsd_call_state_free },
+	[NFS3PROC_ACCESS] = { nfsd_proc_attrs, nfsd_call_state_free },
 	[NFS3PROC_READLINK] = { nfsd_proc_forward, NULL },
-	[NFS3PROC_READ] = { nfsd_proc_read, NULL },
-	[NFS3PROC_WRITE] = { nfsd_proc_write, nfsd_change_free },
-	[NFS3PROC_CREATE] = { nfsd_proc_attrs, NULL },
+	[NFS3PROC_READ] = { nfsd_proc_read, nfsd_call_state_free },
+	[NFS3PROC_WRITE] = { nfsd_proc_write, nfsd_call_state_free },
+	[NFS3PROC_CREATE] = { nfsd_proc_attrs, nfsd_call_state_free },
 	[NFS3PROC_MKDIR] = { nfsd_proc_forward, NULL },
 	[NFS3PROC_SYMLINK] = { nfsd_proc_forward, NULL },
 	[NFS3PROC_MKNOD] = { nfsd_proc_forward, NULL },
-	[NFS3PROC_REMOVE] = { nfsd_proc_remove, nfsd_remove_free },
+	[NFS3PROC_REMOVE] = { nfsd_proc_remove, nfsd_call_state_free },
 	[NFS3PROC_RMDIR] = { nfsd_proc_forward, NULL },
 	[NFS3PROC_RENAME] = { nfsd_proc_forward, NULL },
 	[NFS3PROC_LINK] = { nfsd_proc_forward, NULL },
-	[NFS3PROC_READDIR] = { nfsd_proc_readdir, NULL },
-	[NFS3PROC_READDIRPLUS] = { nfsd_proc_readdir, NULL },
+	[NFS3PROC_READDIR] = { nfsd_proc_readdir, nfsd_call_state_free },
+	[NFS3PROC_READDIRPLUS] = { nfsd_proc_readdir, nfsd_call_state_free },
 	[NFS3PROC_FSSTAT] = { nfsd_proc_forward, NULL },
-	[NFS3PROC_FSINFO] = { nfsd_proc_fsinfo, NULL },
+	[NFS3PROC_FSINFO] = { nfsd_proc_fsinfo, nfsd_call_state_free },
 	[NFS3PROC_PATHCONF] = { nfsd_proc_forward, NULL },
-	[NFS3PROC_COMMIT] = { nfsd_proc_commit, NULL },
+	[NFS3PROC_COMMIT] = { nfsd_proc_commit, nfsd_call_state_free },
 };
 _Static_assert(ARRAY_SIZE(nfs3_table) == NFS3_PROC_COUNT, "one row per NFSv3 procedure");
 
@@ -44,7 +45,7 @@ static const struct nfsd_proc mount3_table[] = {
 	[MOUNT3PROC_DUMP] = { nfsd_proc_forward, NULL },
 	[MOUNT3PROC_UMNT] = { nfsd_proc_forward, NULL },
 	[MOUNT3PROC_UMNTALL] = { nfsd_proc_forward, NULL },
-	[MOUNT3PROC_EXPORT] = { nfsd_proc_export, NULL },
+	[MOUNT3PROC_EXPORT] = { nfsd_proc_export, nfsd_call_state_free },
 };
 _Static_assert(ARRAY_SIZE(mount3_table) == MOUNT3_PROC_COUNT, "one row per MOUNTv3 procedure");
 

@@ -57,7 +57,9 @@ void upstream_free(struct upstream *up);
  * Forward one call.  `args` (the libnfs argument struct of desc's
  * procedure) must stay valid until `done` fires: libnfs may send WRITE data
  * from it again after a reconnection.  `cred` is copied.
- * Returns 0: `done` fires exactly once, later, never from inside this call.
+ * Never fails: always returns 0 — `done` fires exactly once, later, never
+ * from inside this call (UPSTREAM_TIMEOUT when the upstream does not answer
+ * in time); callers do not test the result.
  */
 int upstream_call(struct upstream *up, const struct proc_desc *desc, void *args,
 		  const struct rpc_cred *cred, upstream_done_fn done, void *priv);

@@ -14,6 +14,10 @@
  * COMMIT (never an OK with the verifier of the data lost).
  *
  * One pass per object at a time, at most WB_MAX_IN_FLIGHT WRITEs in all.
+ *
+ * Owns each object's write-back state (o->wb, struct writeback_state): the
+ * pass running, the passes counted, the error the next COMMIT reports.  A
+ * running pass pins its object (cache_pin) so that the cache keeps it.
  */
 #include "config.h"
 
@@ -24,11 +28,12 @@
 
 #include "cache/cache.h"
 #include "common/log.h"
-#include "daemon/nfsd.h"
 #include "common/stats.h"
+#include "common/xalloc.h"
+#include "daemon/nfs_common.h"
+#include "daemon/nfsd.h"
 #include "daemon/upstream.h"
 #include "daemon/writeback.h"
-#include "common/xalloc.h"
 
 #define WB_MAX_IN_FLIGHT 16       /* WRITEs in flight, all passes */
 #define WB_PASS_IN_FLIGHT 8       /* WRITEs in flight, one pass */
@@ -63,10 +68,13 @@ struct wb_chunk {
 	WRITE3args args;
 };
 
-struct wb_getattr {
-	struct cache_object *o;
-	uint64_t seq;
-	GETATTR3args args;
+/* writeback.c's part of a cache object (o->wb), made by its first pass. */
+struct writeback_state {
+	struct wb_pass *pass;         /* the pass running, or NULL */
+	uint64_t started, done;       /* passes started / finished */
+	uint32_t error;               /* nfsstat3 of a failed write-back, reported by the
+				       * next COMMIT; 0 = none */
+	bool removed;                 /* the file's last link was removed through us */
 };
 
 struct flush_all {
@@ -88,6 +96,53 @@ static struct {
 
 static void pass_pump(struct wb_pass *p);
 static void pass_start(struct cache_object *o);
+
+static struct writeback_state *state_of(struct cache_object *o)
+{
+	if (!o->wb)
+		o->wb = xcalloc(1, sizeof(*o->wb));
+	return o->wb;
+}
+
+/* The pass running on `o`, or NULL. */
+static struct wb_pass *pass_of(const struct cache_object *o)
+{
+	return o->wb ? o->wb->pass : NULL;
+}
+
+/* Passes of `o` finished so far. */
+static uint64_t passes_done(const struct cache_object *o)
+{
+	return o->wb ? o->wb->done : 0;
+}
+
+void writeback_state_free(struct cache_object *o)
+{
+	free(o->wb);
+	o->wb = NULL;
+}
+
+uint32_t writeback_error(const struct cache_object *o)
+{
+	return o->wb ? o->wb->error : 0;
+}
+
+uint32_t writeback_take_error(struct cache_object *o)
+{
+	uint32_t err = writeback_error(o);
+
+	if (o->wb)
+		o->wb->error = 0;
+	return err;
+}
+
+void writeback_removed(struct cache_object *o)
+{
+	struct writeback_state *s = state_of(o);
+
+	s->removed = true;
+	s->error = 0;
+}
 
 /*
  * Bytes acknowledged with the current verifier are lost: a new verifier
@@ -133,7 +188,7 @@ static void waiters_check(struct cache_object *o, int status)
 		struct writeback_waiter *w = list_entry(pos, struct writeback_waiter, link);
 		if (w->o != o)
 			continue;
-		if (w->need <= o->wb_done || (!o->wb && !cache_has_uncommitted(o))) {
+		if (w->need <= passes_done(o) || (!pass_of(o) && !cache_has_uncommitted(o))) {
 			list_del(&w->link);
 			list_add_tail(&ready, &w->link);
 		}
@@ -141,29 +196,29 @@ static void waiters_check(struct cache_object *o, int status)
 	while (!list_empty(&ready)) {
 		struct writeback_waiter *w = list_entry(ready.next, struct writeback_waiter, link);
 		list_del(&w->link);
-		w->done(w, w->need <= o->wb_done ? status : 0);
+		w->done(w, w->need <= passes_done(o) ? status : 0);
 	}
 }
 
-static int waited_for(const struct cache_object *o)
+static bool waited_for(const struct cache_object *o)
 {
 	struct list_node *pos;
 
 	for (pos = W.waiters.next; pos != &W.waiters; pos = pos->next)
 		if (list_entry(pos, struct writeback_waiter, link)->o == o)
-			return 1;
-	return 0;
+			return true;
+	return false;
 }
 
 static void throttled_wake(void)
 {
-	static int waking;   /* a woken write calls writeback_throttle(), which calls us */
+	static bool waking;  /* a woken write calls writeback_throttle(), which calls us */
 	struct list_node *pos, *tmp;
 	size_t n = 0;
 
 	if (waking)
 		return;
-	waking = 1;
+	waking = true;
 	/* each waiter once: one that finds no room for its bytes waits again */
 	list_for_each_safe(pos, tmp, &W.throttled)
 		n++;
@@ -182,7 +237,7 @@ static void throttled_wake(void)
 			w->wake(w);
 		}
 	}
-	waking = 0;
+	waking = false;
 }
 
 /* ---- a pass ----------------------------------------------------------- */
@@ -198,6 +253,7 @@ static void pump_all(void)
 static void pass_finish(struct wb_pass *p, int status)
 {
 	struct cache_object *o = p->o;
+	struct writeback_state *s = o->wb;
 
 	if (status == 0) {
 		cache_commit_settle(o, CACHE_COMMITTED);
@@ -205,9 +261,9 @@ static void pass_finish(struct wb_pass *p, int status)
 		cache_commit_settle(o, CACHE_RESEND);
 	} else {
 		cache_commit_settle(o, CACHE_FAILED);
-		if (!o->removed) {
+		if (!s->removed) {
 			stats.cache_writeback_errors++;
-			o->wb_error = (uint32_t)status;
+			s->error = (uint32_t)status;
 			if (status == NFS3ERR_ACCES || status == NFS3ERR_PERM)
 				cache_access_forget(o);   /* asked again before a write is taken */
 			new_write_verifier();
@@ -216,14 +272,14 @@ static void pass_finish(struct wb_pass *p, int status)
 				    (unsigned long long)o->id, status);
 		}
 	}
-	o->wb = NULL;
-	cache_unpin(o);
-	o->wb_done++;
+	s->pass = NULL;
+	s->done++;
+	cache_unpin(o);   /* pass_start() pinned it */
 	list_del(&p->link);
 	free(p->ranges);
 	free(p);
 	waiters_check(o, status);
-	if (waited_for(o) && cache_has_uncommitted(o) && !o->wb && !o->wb_recover && status >= 0)
+	if (waited_for(o) && cache_has_uncommitted(o) && !pass_of(o) && !o->wb_recover && status >= 0)
 		pass_start(o);   /* bytes written since this pass began are waited for */
 	throttled_wake();
 	pump_all();
@@ -295,9 +351,7 @@ static void pass_writes_done(struct wb_pass *p)
 	memset(&p->commit, 0, sizeof(p->commit));
 	p->commit.file.data.data_len = p->o->fh_len;
 	p->commit.file.data.data_val = (char *)p->o->fh;
-	if (upstream_call(nfsd.upstream, proc_nfs3(NFS3PROC_COMMIT), &p->commit, &p->cred,
-			  commit_done, p) != 0)
-		pass_finish(p, -ETIMEDOUT);
+	upstream_call(nfsd.upstream, proc_nfs3(NFS3PROC_COMMIT), &p->commit, &p->cred, commit_done, p);
 }
 
 static void chunk_end(struct wb_chunk *c)
@@ -364,12 +418,7 @@ static void chunk_send(struct wb_chunk *c)
 	c->args.data.data_len = c->len - c->sent;
 	c->args.data.data_val = c->buf + c->sent;
 	cache_change_begin(o);
-	if (upstream_call(nfsd.upstream, proc_nfs3(NFS3PROC_WRITE), &c->args, &p->cred,
-			  chunk_write_done, c) != 0) {
-		cache_change_end(o);
-		p->transient = 1;
-		chunk_end(c);
-	}
+	upstream_call(nfsd.upstream, proc_nfs3(NFS3PROC_WRITE), &c->args, &p->cred, chunk_write_done, c);
 }
 
 static void chunk_read_done(void *arg, int rc)
@@ -434,24 +483,25 @@ static void pass_start(struct cache_object *o)
 	p->ranges = cache_dirty_take(o, &n);
 	p->n = n;
 	p->pos = n ? p->ranges[0] : 0;
-	o->wb = p;
-	cache_pin(o);   /* until pass_finish() */
-	o->wb_started++;
+	struct writeback_state *s = state_of(o);
+	s->pass = p;
+	s->started++;
+	cache_pin(o);   /* kept by the cache until pass_finish() */
 	list_add_tail(&W.passes, &p->link);
 	pass_pump(p);
 }
 
 /* ---- recovery of dirty ranges from the index --------------------------- */
 
-static void recover_done(void *priv, enum upstream_status st, void *res)
+/* The attributes (gone to the cache: cache.c keeps the recovered ranges
+ * when they show the file unchanged) or the error that tells the file is
+ * gone upstream. */
+static void recover_done(struct nfsd_getattr *g, enum upstream_status st, const GETATTR3res *r)
 {
-	struct wb_getattr *g = priv;
 	struct cache_object *o = g->o;
-	GETATTR3res *r = res;
 
-	if (st == UPSTREAM_OK && r->status == NFS3_OK) {
-		cache_attrs_update(o, &r->GETATTR3res_u.resok.obj_attributes, g->seq);
-	} else if (st == UPSTREAM_OK && r->status != NFS3ERR_JUKEBOX && o->wb_recover) {
+	if (st == UPSTREAM_OK && r->status != NFS3_OK && r->status != NFS3ERR_JUKEBOX &&
+	    o->wb_recover) {
 		o->wb_recover = CACHE_RECOVER_NONE;
 		log_warning("writeback: object %llu: gone upstream (NFS status %d): "
 			    "%llu dirty bytes from before the restart discarded",
@@ -462,23 +512,14 @@ static void recover_done(void *priv, enum upstream_status st, void *res)
 		o->wb_recover = CACHE_RECOVER_PENDING;   /* no answer: asked again on a later tick */
 	free(g);
 	waiters_check(o, 0);
-	if (!o->wb_recover && cache_has_uncommitted(o) && !o->wb)
+	if (!o->wb_recover && cache_has_uncommitted(o) && !pass_of(o))
 		pass_start(o);
 }
 
 static void recover_start(struct cache_object *o)
 {
-	struct wb_getattr *g = xcalloc(1, sizeof(*g));
-	g->o = o;
-	g->seq = cache_seq();
-	g->args.object.data.data_len = o->fh_len;
-	g->args.object.data.data_val = (char *)o->fh;
 	o->wb_recover = CACHE_RECOVER_GETATTR;
-	if (upstream_call(nfsd.upstream, proc_nfs3(NFS3PROC_GETATTR), &g->args, &o->wb_cred,
-			  recover_done, g) != 0) {
-		o->wb_recover = CACHE_RECOVER_PENDING;
-		free(g);
-	}
+	nfsd_getattr_send(xcalloc(1, sizeof(struct nfsd_getattr)), o, &o->wb_cred, recover_done);
 }
 
 /* ---- scheduling ------------------------------------------------------- */
@@ -496,7 +537,7 @@ static void tick_cb(struct ev_loop *loop, ev_timer *t, int revents)
 		struct cache_object *o = list_entry(pos, struct cache_object, wb_link);
 		if (o->wb_recover == CACHE_RECOVER_PENDING && nfsd.upstream)
 			recover_start(o);
-		if (o->wb || o->wb_recover || o->dirty.count == 0)
+		if (pass_of(o) || o->wb_recover || o->dirty.count == 0)
 			continue;
 		if (pressure || now - o->dirty_since >= expire_s || waited_for(o))
 			pass_start(o);
@@ -504,36 +545,38 @@ static void tick_cb(struct ev_loop *loop, ev_timer *t, int revents)
 	throttled_wake();
 }
 
-int writeback_throttle(uint32_t len, struct cache_waiter *w)
+bool writeback_throttle(uint32_t len, struct cache_waiter *w)
 {
 	if (stats.cache_dirty_bytes + len >= cfg()->cache.max_dirty / 2)
 		tick_cb(W.loop, &W.tick, 0);   /* write-back starts early */
 	if (stats.cache_dirty_bytes == 0 || stats.cache_dirty_bytes + len <= cfg()->cache.max_dirty)
-		return 0;
+		return false;
 	w->timed_out = 0;
 	if (w->deadline == 0)   /* woken without room: its first deadline holds */
 		w->deadline = ev_now(W.loop) + (double)cfg()->upstream_timeout_ms / 1000.0;
 	list_add_tail(&W.throttled, &w->link);
-	return 1;
+	return true;
 }
 
 int writeback_flush(struct cache_object *o, struct writeback_waiter *w)
 {
-	if (!cache_has_uncommitted(o) && !o->wb)
-		return 1;
+	struct wb_pass *running = pass_of(o);
+
+	if (!cache_has_uncommitted(o) && !running)
+		return -EALREADY;
 	w->o = o;
 	/* a running pass does not hold the bytes dirtied since it started */
-	w->need = o->wb_started + (o->wb == NULL || o->dirty.count != 0);
+	w->need = (o->wb ? o->wb->started : 0) + (running == NULL || o->dirty.count != 0);
 	list_add_tail(&W.waiters, &w->link);
-	if (!o->wb && !o->wb_recover && o->dirty.count)
+	if (!running && !o->wb_recover && o->dirty.count)
 		pass_start(o);
-	else if (!o->wb && !o->wb_recover)
+	else if (!running && !o->wb_recover)
 		ev_feed_event(W.loop, &W.tick, EV_TIMER);   /* answered from the loop */
 	return 0;
 }
 
 struct flush_one {
-	struct writeback_waiter w;    /* first: the callback gets &w */
+	struct writeback_waiter w;
 	struct flush_all *fa;
 };
 
@@ -547,11 +590,11 @@ static void flush_all_end(struct flush_all *fa)
 
 static void flush_all_one(struct writeback_waiter *w, int status)
 {
-	struct flush_one *one = (struct flush_one *)(void *)w;
+	struct flush_one *one = container_of(w, struct flush_one, w);
 	struct flush_all *fa = one->fa;
 
-	if (status == 0 && w->o->wb_error)
-		status = (int)w->o->wb_error;
+	if (status == 0 && writeback_error(w->o))
+		status = (int)writeback_error(w->o);
 	if (status != 0 && fa->status == 0)
 		fa->status = status;
 	free(one);
@@ -571,14 +614,14 @@ int writeback_flush_all(void (*done)(void *arg, int status), void *arg)
 		one->w.done = flush_all_one;
 		one->fa = fa;
 		fa->pending++;
-		if (writeback_flush(o, &one->w) == 1) {
-			fa->pending--;
+		if (writeback_flush(o, &one->w) != 0) {
+			fa->pending--;   /* nothing to write back: never answers */
 			free(one);
 		}
 	}
 	if (fa->pending == 1) {
 		free(fa);
-		return 1;
+		return -EALREADY;
 	}
 	/* answered from the loop, never from here */
 	fa->pending--;

@@ -67,6 +67,7 @@ void fake_daemon_start(struct ev_loop *loop, uint32_t max_payload,
 	if (tune)
 		tune(&nfsd.cfg);
 	ev_now_update(loop);
+	cache_set_free_hook(nfsd_object_release);   /* as main() does */
 	if (cache_init(loop, &nfsd.cfg.cache, "upstream:/export") != 0 || writeback_init(loop) != 0) {
 		fprintf(stderr, "cannot open a cache in %s\n", F.cache_dir);
 		exit(1);
@@ -415,7 +416,7 @@ uint32_t fake_dispatch(struct nfsd_call *call)
 	uint32_t xid = call->hdr.xid;
 
 	call->start = ev_now(nfsd.loop);
-	nfsd_proc_of(call->desc)->handler(call);
+	nfsd_proc_of(call->desc)->handler(call);   /* the dispatch table's row */
 	return xid;
 }
 
@@ -425,7 +426,7 @@ static void call_free(struct nfsd_call *call)
 	if (call->magic != CALL_MAGIC)
 		abort();
 	if (nfsd_proc_of(call->desc)->free)
-		nfsd_proc_of(call->desc)->free(call);
+		nfsd_proc_of(call->desc)->free(call);   /* the handler's per-call state */
 	free(call->args);
 	call->magic = 0;
 	free(call);

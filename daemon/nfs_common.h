@@ -1,0 +1,141 @@
+/*
+ * nfs_common.h — what the NFS procedure handlers (handlers.c, nfs_read.c,
+ * nfs_write.c, nfs_attrs.c) and write-back share, and nothing else uses:
+ * forwarding a call with a fixup of its result, the per-call state a
+ * handler hangs off its call, the cache object of a file handle, one
+ * GETATTR that refreshes an object's attributes (and revalidation built on
+ * it), the snooping of ACCESS and READDIRPLUS results, and the export check
+ * (also used by ctl_exports.c).  The dispatch table sees daemon/handlers.h
+ * only.
+ *
+ * Async contract (STYLE.md): a function taking a callback returns 0 when
+ * the callback fires exactly once, later, never from inside the call, and
+ * -errno when it never will; a predicate that may make its caller wait
+ * returns bool, true = the caller waits and will be woken.
+ */
+#ifndef NFSCACHED_NFS_COMMON_H
+#define NFSCACHED_NFS_COMMON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cache/cache.h"
+#include "daemon/upstream.h"
+#include "proto/nfs.h"
+
+struct nfsd_call;
+
+/* Longest file handle, bytes (RFC 1813 §2.5 nfs_fh3): libnfs's NFS3_FHSIZE. */
+#define NFSD_FH_MAX NFS3_FHSIZE
+
+/* Run on a successful upstream result of a forwarded call before it is
+ * encoded (coherency updates, clamps); may change `res`. */
+typedef void (*nfsd_fixup_fn)(struct nfsd_call *call, void *res);
+
+/*
+ * What a handler keeps for its call until the call is freed: created by
+ * nfsd_call_state() (only in rows whose free function is
+ * nfsd_call_state_free), released by nfsd_call_state_free().
+ */
+struct nfsd_call_state {
+	nfsd_fixup_fn fixup;            /* on the upstream's result; NULL = none */
+	uint64_t seq;                   /* cache_seq() when the call was forwarded */
+	struct cache_object *held;      /* held for the call (WRITE/SETATTR: one of its
+					 * changes in flight; REMOVE: pinned); NULL = none */
+	void (*unhold)(struct cache_object *o);  /* releases `held` when the call is freed */
+};
+
+/* The call's handler state, created (zeroed) on first use.  Never NULL. */
+struct nfsd_call_state *nfsd_call_state(struct nfsd_call *call);
+
+/* `o`, which the caller just took a hold on, is held until the call is
+ * freed: then unhold(o) releases it.  One hold per call. */
+void nfsd_call_hold(struct nfsd_call *call, struct cache_object *o,
+		    void (*unhold)(struct cache_object *o));
+
+/*
+ * Forward the call to the upstream with the caller's credential; on a
+ * result, run `fixup(call, res)` (NULL: none) and answer with it; answer
+ * JUKEBOX (no answer in upstream.timeout_ms), AUTH_ERROR or SYSTEM_ERR
+ * when the upstream gave no result.  The call is answered exactly once,
+ * later.
+ */
+void nfsd_forward_with(struct nfsd_call *call, nfsd_fixup_fn fixup);
+
+/* The cache object of a file handle, or NULL (cache off, a handle the cache
+ * cannot hold, not cached). */
+struct cache_object *nfsd_cache_object(const nfs_fh3 *fh);
+
+/* Can the cache hold this handle (1..NFSD_FH_MAX bytes)? */
+bool nfsd_fh_cacheable(const nfs_fh3 *fh);
+
+/*
+ * One GETATTR (RFC 1813 §3.3.1) of a cache object's attributes, its answer
+ * fed to the cache.  Lives in the caller's per-call state until `done`.
+ */
+struct nfsd_getattr;
+typedef void (*nfsd_getattr_fn)(struct nfsd_getattr *g, enum upstream_status st,
+				const GETATTR3res *r);
+struct nfsd_getattr {
+	struct cache_object *o;
+	uint64_t seq;                   /* cache_seq() when it was sent */
+	bool revalidating;              /* sent by nfsd_revalidate(): holds o->getattr_busy */
+	nfsd_getattr_fn done;
+	GETATTR3args args;              /* o's handle: valid while the call is upstream */
+};
+
+/*
+ * Send a GETATTR of `o` (its handle must live until `done`) as `cred`.
+ * done(g, st, r) fires exactly once, later: `r` is the result when st is
+ * UPSTREAM_OK (valid during the callback only), and a successful one has
+ * already gone to cache_attrs_update() with the sequence it was sent at.
+ * `done` may free `g`.  Never fails.
+ */
+void nfsd_getattr_send(struct nfsd_getattr *g, struct cache_object *o,
+		       const struct rpc_cred *cred, nfsd_getattr_fn done);
+
+/*
+ * Are `o`'s attributes older than cache.acregmax?  false: they are fresh,
+ * go ahead.  true: the caller waits — in `w` for the GETATTR already in
+ * flight (woken by cache_wake()), or for the one sent now in `g` with
+ * `cred`: done(g, ...) fires exactly once, later, as nfsd_getattr_send()'s
+ * (o->getattr_busy cleared first), and the object's other waiters are woken
+ * once it returns.
+ */
+bool nfsd_revalidate(struct cache_object *o, const struct rpc_cred *cred, struct cache_waiter *w,
+		     struct nfsd_getattr *g, nfsd_getattr_fn done);
+
+/* One ACCESS (RFC 1813 §3.3.4) a handler asks on its own behalf.  Lives in
+ * the caller's per-call state until its callback. */
+struct nfsd_access {
+	uint64_t seq;                   /* cache_seq() when it was sent */
+	ACCESS3args args;               /* the handle must live until the callback */
+};
+
+/* Ask ACCESS of `fh` for the bits `asked` (ACCESS3_READ...) as `cred`:
+ * done(priv, ...) fires exactly once, later.  Never fails. */
+void nfsd_access_send(struct nfsd_access *q, const nfs_fh3 *fh, uint32_t asked,
+		      const struct rpc_cred *cred, upstream_done_fn done, void *priv);
+
+/* A successful result `r` of the ACCESS `q` for `o`, asked by `cred`: its
+ * grants and attributes go to the cache.  `r` is only read. */
+void nfsd_access_snoop(struct cache_object *o, const struct rpc_cred *cred,
+		       const struct nfsd_access *q, const ACCESS3res *r);
+
+/* Attributes `pa` of file handle `fh` in the result of a forwarded call:
+ * they feed its object's coherency data (at the call's sequence), and while
+ * it has dirty data the client sees its local size and times in them. */
+void nfsd_post_op_snoop(struct nfsd_call *call, const nfs_fh3 *fh, post_op_attr *pa);
+
+/* Fixup of READDIRPLUS (a READDIRPLUS3res): the entries' attributes feed the
+ * cache likewise. */
+void nfsd_readdirplus_snoop(struct nfsd_call *call, void *res);
+
+/* true when `path` is one of the paths of upstream.exports ("" = any; a
+ * trailing slash names the same export). */
+bool nfsd_export_allowed(const char *path);
+
+/* nfs_read.c: release o->rd (the free hook, nfs_common.c). */
+void nfsd_read_state_free(struct cache_object *o);
+
+#endif
