@@ -28,6 +28,7 @@
 #include "cache/extent.h"
 #include "cache/cache_config.h"
 #include "common/list.h"
+#include "proto/limits.h"
 #include "proto/nfs.h"
 #include "proto/rpc_msg.h"
 
@@ -77,8 +78,8 @@ struct cache_object {
 	/* ---- public ---------------------------------------------------- */
 	uint32_t magic;                  /* cache/: CACHE_OBJECT_MAGIC while alive */
 	uint64_t id;                     /* cache/: names the backing file and the index row */
-	uint8_t fh[64];                  /* cache/, at creation: the upstream file handle */
-	uint32_t fh_len;                 /* bytes, 1..64 */
+	uint8_t fh[NFS3_FHSIZE_MAX];     /* cache/, at creation: the upstream file handle */
+	uint32_t fh_len;                 /* bytes, 1..NFS3_FHSIZE_MAX */
 	fattr3 attrs;                    /* cache/: the last attributes the upstream sent */
 	int have_attrs;                  /* cache/: attrs holds something */
 	struct cache_coherency coh;      /* cache/: what the cached bytes are a copy of */
@@ -167,7 +168,7 @@ uint64_t cache_seq(void);
 struct cache_object *cache_find(const uint8_t *fh, uint32_t fh_len);
 
 /* The object for a file handle, created (empty, attributes unknown) when
- * missing.  fh_len must be 1..64. */
+ * missing.  fh_len must be 1..NFS3_FHSIZE_MAX. */
 struct cache_object *cache_get(const uint8_t *fh, uint32_t fh_len);
 
 /*

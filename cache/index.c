@@ -420,7 +420,7 @@ static int index_row_to_record(struct cache_index *ix, sqlite3_stmt *st,
 	memset(rec, 0, sizeof(*rec));
 	rec->id = u64_from_db(sqlite3_column_int64(st, 0));
 	rec->volume = (const char *)sqlite3_column_text(st, 1);
-	if (!rec->volume || !fh || fh_len < 1 || fh_len > INDEX_FH_MAX) {
+	if (!rec->volume || !fh || fh_len < 1 || fh_len > NFS3_FHSIZE_MAX) {
 		log_error("index: %s: object %" PRIu64 ": bad volume or file handle", ix->path,
 			  rec->id);
 		return -EIO;
@@ -613,7 +613,7 @@ static int index_write_object(struct cache_index *ix, const struct index_record 
 	sqlite3_stmt *st = ix->st[ST_UPSERT_OBJECT];
 	uint8_t gids[INDEX_GIDS_MAX * 4];
 
-	assert(rec->volume && rec->fh_len >= 1 && rec->fh_len <= INDEX_FH_MAX);
+	assert(rec->volume && rec->fh_len >= 1 && rec->fh_len <= NFS3_FHSIZE_MAX);
 	assert(rec->nranges == 0 || rec->ranges);
 	assert(rec->ndirty == 0 || rec->dirty);
 	assert(rec->wb_ngids <= INDEX_GIDS_MAX);
@@ -705,7 +705,7 @@ int index_lru(struct cache_index *ix, const char *volume, struct index_cursor *c
 
 		cur->id = sqlite3_column_int64(st, 0);
 		cur->last_access_s = sqlite3_column_int64(st, 2);
-		if (!fh || fh_len < 1 || fh_len > INDEX_FH_MAX)
+		if (!fh || fh_len < 1 || fh_len > NFS3_FHSIZE_MAX)
 			continue;   /* a damaged row: index_load refused it too */
 		e->at = *cur;
 		e->id = u64_from_db(cur->id);

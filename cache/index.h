@@ -18,15 +18,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define INDEX_FH_MAX 64
+#include "proto/limits.h"
+
 #define INDEX_GIDS_MAX 16   /* supplementary groups of an AUTH_SYS credential (RFC 5531 A.1) */
 
 /* One object as stored.  For index_write the memory is the caller's. */
 struct index_record {
 	uint64_t id;                   /* > 0, chosen by the caller, names the backing file */
 	const char *volume;            /* "SERVER:EXPORT" of the upstream it came from */
-	uint8_t fh[INDEX_FH_MAX];      /* upstream file handle */
-	uint32_t fh_len;               /* bytes, 1..64 */
+	uint8_t fh[NFS3_FHSIZE_MAX];      /* upstream file handle */
+	uint32_t fh_len;               /* bytes, 1..NFS3_FHSIZE_MAX */
 	uint64_t size;                 /* coherency: file size, bytes */
 	int64_t mtime_ns, ctime_ns;    /* coherency: nanoseconds since the epoch */
 	uint64_t fileid;               /* coherency */
@@ -105,8 +106,8 @@ struct index_lru_entry {
 	struct index_cursor at;        /* a cursor just past this entry */
 	uint64_t id;
 	int64_t last_access_s;         /* as stored: at most a minute behind the object's */
-	uint8_t fh[INDEX_FH_MAX];
-	uint32_t fh_len;               /* 1..64 */
+	uint8_t fh[NFS3_FHSIZE_MAX];
+	uint32_t fh_len;               /* bytes, 1..NFS3_FHSIZE_MAX */
 };
 
 /*

@@ -195,7 +195,7 @@ static void batch_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 static int load_one(const struct index_record *r, void *ctx)
 {
 	(void)ctx;
-	if (strcmp(r->volume, cache_state.volume) != 0 || r->fh_len == 0 || r->fh_len > 64)
+	if (strcmp(r->volume, cache_state.volume) != 0 || r->fh_len == 0 || r->fh_len > NFS3_FHSIZE_MAX)
 		return 0;   /* another upstream's objects stay for their own daemon */
 	struct cache_object *o = object_new(r->id, r->fh, r->fh_len);
 	if (r->mtime_ns != -1) {

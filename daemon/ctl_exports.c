@@ -47,7 +47,7 @@ struct ctl_job {
 	GETATTR3args getattr;
 	LOOKUP3args lookup;
 	char name[256];               /* the component being looked up */
-	uint8_t fh[NFSD_FH_MAX];      /* the handle reached so far */
+	uint8_t fh[NFS3_FHSIZE_MAX];      /* the handle reached so far */
 	uint32_t fh_len;
 	struct rpc_cred cred;         /* root: the command needs root or the group */
 	struct writeback_waiter ww;

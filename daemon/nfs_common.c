@@ -94,7 +94,7 @@ void nfsd_forward_with(struct nfsd_call *call, nfsd_fixup_fn fixup)
 
 bool nfsd_fh_cacheable(const nfs_fh3 *fh)
 {
-	return fh->data.data_len >= 1 && fh->data.data_len <= NFSD_FH_MAX;
+	return fh->data.data_len >= 1 && fh->data.data_len <= NFS3_FHSIZE_MAX;
 }
 
 struct cache_object *nfsd_cache_object(const nfs_fh3 *fh)

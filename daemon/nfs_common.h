@@ -25,8 +25,6 @@
 
 struct nfsd_call;
 
-/* Longest file handle, bytes (RFC 1813 §2.5 nfs_fh3): libnfs's NFS3_FHSIZE. */
-#define NFSD_FH_MAX NFS3_FHSIZE
 
 /* Run on a successful upstream result of a forwarded call before it is
  * encoded (coherency updates, clamps); may change `res`. */
@@ -66,7 +64,7 @@ void nfsd_forward_with(struct nfsd_call *call, nfsd_fixup_fn fixup);
  * cannot hold, not cached). */
 struct cache_object *nfsd_cache_object(const nfs_fh3 *fh);
 
-/* Can the cache hold this handle (1..NFSD_FH_MAX bytes)? */
+/* Can the cache hold this handle (1..NFS3_FHSIZE_MAX bytes)? */
 bool nfsd_fh_cacheable(const nfs_fh3 *fh);
 
 /*

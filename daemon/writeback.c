@@ -92,7 +92,7 @@ static struct {
 	struct list_node throttled;   /* struct cache_waiter: writes waiting for room */
 	unsigned in_flight;
 	int stopping;                 /* no new WRITEs: the daemon stops */
-} W;
+} writeback;
 
 static void pass_pump(struct wb_pass *p);
 static void pass_start(struct cache_object *o);
@@ -184,7 +184,7 @@ static void waiters_check(struct cache_object *o, int status)
 	struct list_node *pos, *tmp, ready;
 
 	list_init(&ready);
-	list_for_each_safe(pos, tmp, &W.waiters) {
+	list_for_each_safe(pos, tmp, &writeback.waiters) {
 		struct writeback_waiter *w = list_entry(pos, struct writeback_waiter, link);
 		if (w->o != o)
 			continue;
@@ -204,7 +204,7 @@ static bool waited_for(const struct cache_object *o)
 {
 	struct list_node *pos;
 
-	for (pos = W.waiters.next; pos != &W.waiters; pos = pos->next)
+	for (pos = writeback.waiters.next; pos != &writeback.waiters; pos = pos->next)
 		if (list_entry(pos, struct writeback_waiter, link)->o == o)
 			return true;
 	return false;
@@ -220,18 +220,18 @@ static void throttled_wake(void)
 		return;
 	waking = true;
 	/* each waiter once: one that finds no room for its bytes waits again */
-	list_for_each_safe(pos, tmp, &W.throttled)
+	list_for_each_safe(pos, tmp, &writeback.throttled)
 		n++;
-	while (n-- > 0 && !list_empty(&W.throttled) &&
+	while (n-- > 0 && !list_empty(&writeback.throttled) &&
 	       stats.cache_dirty_bytes < cfg()->cache.max_dirty) {
-		struct cache_waiter *w = list_entry(W.throttled.next, struct cache_waiter, link);
+		struct cache_waiter *w = list_entry(writeback.throttled.next, struct cache_waiter, link);
 		list_del(&w->link);
 		w->wake(w);
 	}
 	/* no room for upstream.timeout_ms: answered like an unanswered call */
-	list_for_each_safe(pos, tmp, &W.throttled) {
+	list_for_each_safe(pos, tmp, &writeback.throttled) {
 		struct cache_waiter *w = list_entry(pos, struct cache_waiter, link);
-		if (ev_now(W.loop) >= w->deadline) {
+		if (ev_now(writeback.loop) >= w->deadline) {
 			list_del(&w->link);
 			w->timed_out = 1;
 			w->wake(w);
@@ -246,7 +246,7 @@ static void pump_all(void)
 {
 	struct list_node *pos, *tmp;
 
-	list_for_each_safe(pos, tmp, &W.passes)
+	list_for_each_safe(pos, tmp, &writeback.passes)
 		pass_pump(list_entry(pos, struct wb_pass, link));
 }
 
@@ -361,7 +361,7 @@ static void chunk_end(struct wb_chunk *c)
 	free(c->buf);
 	free(c);
 	p->in_flight--;
-	W.in_flight--;
+	writeback.in_flight--;
 	pass_pump(p);
 	pump_all();
 }
@@ -425,7 +425,7 @@ static void chunk_read_done(void *arg, int rc)
 {
 	struct wb_chunk *c = arg;
 
-	if (W.stopping) {
+	if (writeback.stopping) {
 		c->p->transient = 1;
 		chunk_end(c);
 		return;
@@ -442,10 +442,10 @@ static void chunk_read_done(void *arg, int rc)
 
 static void pass_pump(struct wb_pass *p)
 {
-	if (W.stopping)
+	if (writeback.stopping)
 		p->transient = 1;   /* the bytes stay dirty, recorded for the next start */
 	while (p->cur < p->n && !p->error && !p->transient &&
-	       p->in_flight < WB_PASS_IN_FLIGHT && W.in_flight < WB_MAX_IN_FLIGHT) {
+	       p->in_flight < WB_PASS_IN_FLIGHT && writeback.in_flight < WB_MAX_IN_FLIGHT) {
 		uint64_t end = p->ranges[2 * p->cur + 1];
 		uint64_t len = end - p->pos;
 		if (len > chunk_max())
@@ -459,12 +459,12 @@ static void pass_pump(struct wb_pass *p)
 		if (p->pos == end && ++p->cur < p->n)
 			p->pos = p->ranges[2 * p->cur];
 		p->in_flight++;
-		W.in_flight++;
+		writeback.in_flight++;
 		if (cache_read_backing_async(p->o, c->offset, c->buf, c->len, chunk_read_done,
 					     c) != 0) {
 			p->transient = 1;   /* the cache is closing: the bytes stay dirty */
 			p->in_flight--;
-			W.in_flight--;
+			writeback.in_flight--;
 			free(c->buf);
 			free(c);
 		}
@@ -487,7 +487,7 @@ static void pass_start(struct cache_object *o)
 	s->pass = p;
 	s->started++;
 	cache_pin(o);   /* kept by the cache until pass_finish() */
-	list_add_tail(&W.passes, &p->link);
+	list_add_tail(&writeback.passes, &p->link);
 	pass_pump(p);
 }
 
@@ -548,13 +548,13 @@ static void tick_cb(struct ev_loop *loop, ev_timer *t, int revents)
 bool writeback_throttle(uint32_t len, struct cache_waiter *w)
 {
 	if (stats.cache_dirty_bytes + len >= cfg()->cache.max_dirty / 2)
-		tick_cb(W.loop, &W.tick, 0);   /* write-back starts early */
+		tick_cb(writeback.loop, &writeback.tick, 0);   /* write-back starts early */
 	if (stats.cache_dirty_bytes == 0 || stats.cache_dirty_bytes + len <= cfg()->cache.max_dirty)
 		return false;
 	w->timed_out = 0;
 	if (w->deadline == 0)   /* woken without room: its first deadline holds */
-		w->deadline = ev_now(W.loop) + (double)cfg()->upstream_timeout_ms / 1000.0;
-	list_add_tail(&W.throttled, &w->link);
+		w->deadline = ev_now(writeback.loop) + (double)cfg()->upstream_timeout_ms / 1000.0;
+	list_add_tail(&writeback.throttled, &w->link);
 	return true;
 }
 
@@ -567,11 +567,11 @@ int writeback_flush(struct cache_object *o, struct writeback_waiter *w)
 	w->o = o;
 	/* a running pass does not hold the bytes dirtied since it started */
 	w->need = (o->wb ? o->wb->started : 0) + (running == NULL || o->dirty.count != 0);
-	list_add_tail(&W.waiters, &w->link);
+	list_add_tail(&writeback.waiters, &w->link);
 	if (!running && !o->wb_recover && o->dirty.count)
 		pass_start(o);
 	else if (!running && !o->wb_recover)
-		ev_feed_event(W.loop, &W.tick, EV_TIMER);   /* answered from the loop */
+		ev_feed_event(writeback.loop, &writeback.tick, EV_TIMER);   /* answered from the loop */
 	return 0;
 }
 
@@ -630,22 +630,22 @@ int writeback_flush_all(void (*done)(void *arg, int status), void *arg)
 
 int writeback_init(struct ev_loop *loop)
 {
-	memset(&W, 0, sizeof(W));
-	W.loop = loop;
-	list_init(&W.passes);
-	list_init(&W.waiters);
-	list_init(&W.throttled);
-	ev_timer_init(&W.tick, tick_cb, WB_TICK_S, WB_TICK_S);
-	ev_timer_start(loop, &W.tick);
+	memset(&writeback, 0, sizeof(writeback));
+	writeback.loop = loop;
+	list_init(&writeback.passes);
+	list_init(&writeback.waiters);
+	list_init(&writeback.throttled);
+	ev_timer_init(&writeback.tick, tick_cb, WB_TICK_S, WB_TICK_S);
+	ev_timer_start(loop, &writeback.tick);
 	ev_unref(loop);   /* the timer alone does not keep the loop running */
 	return 0;
 }
 
 void writeback_finalise(void)
 {
-	if (!W.loop)
+	if (!writeback.loop)
 		return;
-	ev_ref(W.loop);
-	ev_timer_stop(W.loop, &W.tick);
-	W.stopping = 1;
+	ev_ref(writeback.loop);
+	ev_timer_stop(writeback.loop, &writeback.tick);
+	writeback.stopping = 1;
 }

@@ -5,7 +5,7 @@
  * libnfs's decoders trust declared lengths (a string or opaque length near
  * 2^32 wraps their bounds check), so every variable-length field is checked
  * here against the protocol maxima and the bytes actually present: file
- * handles <= 64 bytes, names and paths <= 1024, WRITE data <= the
+ * handles <= NFS3_FHSIZE_MAX bytes, names and paths <= 1024, WRITE data <= the
  * configured maximum and equal to `count`, union discriminants in range.
  * Pure function of the bytes; no libnfs, no allocation.
  */
@@ -15,13 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define NFS3_FHSIZE_MAX 64
-#define NFS3_NAME_MAX 255       /* what servers accept; longer: NFS3ERR_NAMETOOLONG */
-#define NFS3_NAME_WIRE_MAX 1024 /* what the proxy passes on; longer: GARBAGE_ARGS */
-#define NFS3_PATH_MAX 1024      /* MNTPATHLEN, and the bound on symlink data */
-
-#define NFS3_PROGRAM 100003
-#define MOUNT_PROGRAM 100005
+#include "proto/limits.h"
 
 /*
  * Check the arguments of procedure `proc` of NFS version 3 (`prog` NFS3) or

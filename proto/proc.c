@@ -4,7 +4,10 @@
  */
 #include "config.h"
 
+#include "proto/limits.h"
 #include "proto/proc.h"
+
+_Static_assert(NFS3_FHSIZE_MAX == NFS3_FHSIZE, "the handle bound is libnfs's");
 
 #define XDR_SHIMS(T) \
 	static uint32_t dec_##T##args(ZDR *z, void *o) { return zdr_##T##args(z, o); } \

@@ -39,7 +39,7 @@ static struct {
 	unsigned n_replies, cap_replies;
 	uint32_t next_xid;
 	char cache_dir[256];
-} F;
+} fake;
 
 /* ---- the daemon ------------------------------------------------------ */
 
@@ -47,8 +47,8 @@ void fake_daemon_start(struct ev_loop *loop, uint32_t max_payload,
 		       void (*tune)(struct nfsd_config *cfg))
 {
 	memset(&nfsd, 0, sizeof(nfsd));
-	memset(&F, 0, sizeof(F));
-	F.next_xid = 0x1000;
+	memset(&fake, 0, sizeof(fake));
+	fake.next_xid = 0x1000;
 	the_upstream.wtmax = DEFAULT_WTMAX;
 	nfsd.loop = loop;
 	nfsd.upstream = &the_upstream;
@@ -56,20 +56,20 @@ void fake_daemon_start(struct ev_loop *loop, uint32_t max_payload,
 	if (getrandom(nfsd.write_verf, sizeof(nfsd.write_verf), 0) != (ssize_t)sizeof(nfsd.write_verf))
 		abort();
 	conf_defaults(&nfsd.cfg);
-	snprintf(F.cache_dir, sizeof(F.cache_dir), "%s/test_sm.XXXXXX",
+	snprintf(fake.cache_dir, sizeof(fake.cache_dir), "%s/test_sm.XXXXXX",
 		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	if (!mkdtemp(F.cache_dir)) {
+	if (!mkdtemp(fake.cache_dir)) {
 		perror("mkdtemp");
 		exit(1);
 	}
 	free(nfsd.cfg.cache.dir);
-	nfsd.cfg.cache.dir = xstrdup(F.cache_dir);
+	nfsd.cfg.cache.dir = xstrdup(fake.cache_dir);
 	if (tune)
 		tune(&nfsd.cfg);
 	ev_now_update(loop);
 	cache_set_free_hook(nfsd_object_release);   /* as main() does */
 	if (cache_init(loop, &nfsd.cfg.cache, "upstream:/export") != 0 || writeback_init(loop) != 0) {
-		fprintf(stderr, "cannot open a cache in %s\n", F.cache_dir);
+		fprintf(stderr, "cannot open a cache in %s\n", fake.cache_dir);
 		exit(1);
 	}
 	/* the start-up reconciliation holds the index for a moment */
@@ -81,19 +81,19 @@ void fake_daemon_stop(void)
 {
 	writeback_finalise();
 	cache_finalise();
-	backing_remove_tree(F.cache_dir);
-	for (unsigned i = 0; i < F.n_calls; i++) {
-		free(F.calls[i]->data);
-		free(F.calls[i]);
+	backing_remove_tree(fake.cache_dir);
+	for (unsigned i = 0; i < fake.n_calls; i++) {
+		free(fake.calls[i]->data);
+		free(fake.calls[i]);
 	}
-	free(F.calls);
-	for (unsigned i = 0; i < F.n_replies; i++) {
-		free(F.replies[i]->data);
-		free(F.replies[i]);
+	free(fake.calls);
+	for (unsigned i = 0; i < fake.n_replies; i++) {
+		free(fake.replies[i]->data);
+		free(fake.replies[i]);
 	}
-	free(F.replies);
+	free(fake.replies);
 	conf_free(&nfsd.cfg);
-	memset(&F, 0, sizeof(F));
+	memset(&fake, 0, sizeof(fake));
 	nfsd.cache_on = 0;
 }
 
@@ -158,12 +158,12 @@ int fake_run_until(int (*cond)(void *arg), void *arg, double max_s)
 int upstream_call(struct upstream *up, const struct proc_desc *desc, void *args,
 		  const struct rpc_cred *cred, upstream_done_fn done, void *priv)
 {
-	struct fake_call *c = calloc(1, sizeof(*c));
+	struct fake_call *c = xcalloc(1, sizeof(*c));
 	const nfs_fh3 *fh = NULL;
 
-	if (!c || up != &the_upstream)
+	if (up != &the_upstream)
 		abort();
-	c->seq = F.n_calls;
+	c->seq = fake.n_calls;
 	c->proc = desc->proc;
 	c->desc = desc;
 	c->args = args;
@@ -192,9 +192,7 @@ int upstream_call(struct upstream *up, const struct proc_desc *desc, void *args,
 		c->offset = a->offset;
 		c->count = a->count;
 		c->stable = a->stable;
-		c->data = malloc(a->data.data_len ? a->data.data_len : 1);
-		if (!c->data)
-			abort();
+		c->data = xmalloc(a->data.data_len ? a->data.data_len : 1);
 		memcpy(c->data, a->data.data_val, a->data.data_len);
 		break;
 	}
@@ -210,13 +208,11 @@ int upstream_call(struct upstream *up, const struct proc_desc *desc, void *args,
 		c->fh_len = fh->data.data_len;
 		memcpy(c->fh, fh->data.data_val, c->fh_len);
 	}
-	if (F.n_calls == F.cap_calls) {
-		F.cap_calls = F.cap_calls ? 2 * F.cap_calls : 64;
-		F.calls = realloc(F.calls, F.cap_calls * sizeof(*F.calls));
-		if (!F.calls)
-			abort();
+	if (fake.n_calls == fake.cap_calls) {
+		fake.cap_calls = fake.cap_calls ? 2 * fake.cap_calls : 64;
+		fake.calls = xreallocarray(fake.calls, fake.cap_calls, sizeof(*fake.calls));
 	}
-	F.calls[F.n_calls++] = c;
+	fake.calls[fake.n_calls++] = c;
 	return 0;
 }
 
@@ -239,8 +235,8 @@ unsigned fake_sent(uint32_t proc)
 {
 	unsigned n = 0;
 
-	for (unsigned i = 0; i < F.n_calls; i++)
-		n += proc_is(F.calls[i], proc);
+	for (unsigned i = 0; i < fake.n_calls; i++)
+		n += proc_is(fake.calls[i], proc);
 	return n;
 }
 
@@ -248,24 +244,24 @@ unsigned fake_pending(uint32_t proc)
 {
 	unsigned n = 0;
 
-	for (unsigned i = 0; i < F.n_calls; i++)
-		n += proc_is(F.calls[i], proc) && F.calls[i]->pending;
+	for (unsigned i = 0; i < fake.n_calls; i++)
+		n += proc_is(fake.calls[i], proc) && fake.calls[i]->pending;
 	return n;
 }
 
 struct fake_call *fake_sent_nth(uint32_t proc, unsigned n)
 {
-	for (unsigned i = 0; i < F.n_calls; i++)
-		if (proc_is(F.calls[i], proc) && n-- == 0)
-			return F.calls[i];
+	for (unsigned i = 0; i < fake.n_calls; i++)
+		if (proc_is(fake.calls[i], proc) && n-- == 0)
+			return fake.calls[i];
 	return NULL;
 }
 
 struct fake_call *fake_pending_nth(uint32_t proc, unsigned n)
 {
-	for (unsigned i = 0; i < F.n_calls; i++)
-		if (proc_is(F.calls[i], proc) && F.calls[i]->pending && n-- == 0)
-			return F.calls[i];
+	for (unsigned i = 0; i < fake.n_calls; i++)
+		if (proc_is(fake.calls[i], proc) && fake.calls[i]->pending && n-- == 0)
+			return fake.calls[i];
 	return NULL;
 }
 
@@ -299,10 +295,7 @@ void fake_complete(struct fake_call *c, enum upstream_status st, void *res)
 
 void fake_complete_status(struct fake_call *c, uint32_t status)
 {
-	void *res = calloc(1, c->desc->res_size ? c->desc->res_size : sizeof(uint32_t));
-
-	if (!res)
-		abort();
+	void *res = xcalloc(1, c->desc->res_size ? c->desc->res_size : sizeof(uint32_t));
 	*(uint32_t *)res = status;
 	fake_complete(c, UPSTREAM_OK, res);
 	free(res);
@@ -391,23 +384,21 @@ ACCESS3res fake_access3res(uint32_t granted, const fattr3 *attrs)
 
 struct nfsd_call *fake_client_call(uint32_t proc, const struct rpc_cred *cred)
 {
-	struct nfsd_call *call = calloc(1, sizeof(*call));
+	struct nfsd_call *call = xcalloc(1, sizeof(*call));
 	const struct proc_desc *desc = proc_nfs3(proc);
 
-	if (!call || !desc)
+	if (!desc)
 		abort();
 	call->magic = CALL_MAGIC;
 	call->desc = desc;
-	call->hdr.xid = F.next_xid++;
+	call->hdr.xid = fake.next_xid++;
 	call->hdr.rpcvers = RPC_VERSION;
 	call->hdr.prog = desc->prog;
 	call->hdr.vers = desc->vers;
 	call->hdr.proc = desc->proc;
 	call->hdr.cred = *cred;
 	call->cred = *cred;
-	call->args = calloc(1, desc->args_size ? desc->args_size : 1);
-	if (!call->args)
-		abort();
+	call->args = xcalloc(1, desc->args_size ? desc->args_size : 1);
 	return call;
 }
 
@@ -434,20 +425,18 @@ static void call_free(struct nfsd_call *call)
 
 static struct fake_reply *reply_new(struct nfsd_call *call, enum fake_reply_kind kind)
 {
-	struct fake_reply *r = calloc(1, sizeof(*r));
+	struct fake_reply *r = xcalloc(1, sizeof(*r));
 
-	if (!r || call->magic != CALL_MAGIC || fake_reply_of(call->hdr.xid))
+	if (call->magic != CALL_MAGIC || fake_reply_of(call->hdr.xid))
 		abort();   /* answered twice */
 	r->xid = call->hdr.xid;
 	r->proc = call->desc->proc;
 	r->kind = kind;
-	if (F.n_replies == F.cap_replies) {
-		F.cap_replies = F.cap_replies ? 2 * F.cap_replies : 64;
-		F.replies = realloc(F.replies, F.cap_replies * sizeof(*F.replies));
-		if (!F.replies)
-			abort();
+	if (fake.n_replies == fake.cap_replies) {
+		fake.cap_replies = fake.cap_replies ? 2 * fake.cap_replies : 64;
+		fake.replies = xreallocarray(fake.replies, fake.cap_replies, sizeof(*fake.replies));
 	}
-	F.replies[F.n_replies++] = r;
+	fake.replies[fake.n_replies++] = r;
 	return r;
 }
 
@@ -472,9 +461,7 @@ void call_reply(struct nfsd_call *call, void *res)
 			r->eof = ok->eof;
 			if (ok->data.data_len != ok->count)
 				abort();   /* a reply that says one count and carries another */
-			r->data = malloc(ok->count ? ok->count : 1);
-			if (!r->data)
-				abort();
+			r->data = xmalloc(ok->count ? ok->count : 1);
 			memcpy(r->data, ok->data.data_val, ok->count);
 			copy_post_op(r, &ok->file_attributes);
 		}
@@ -532,9 +519,9 @@ void call_drop(struct nfsd_call *call)
 
 const struct fake_reply *fake_reply_of(uint32_t xid)
 {
-	for (unsigned i = 0; i < F.n_replies; i++)
-		if (F.replies[i]->xid == xid)
-			return F.replies[i];
+	for (unsigned i = 0; i < fake.n_replies; i++)
+		if (fake.replies[i]->xid == xid)
+			return fake.replies[i];
 	return NULL;
 }
 
@@ -551,5 +538,5 @@ const struct fake_reply *fake_wait_reply(uint32_t xid)
 
 unsigned fake_replies(void)
 {
-	return F.n_replies;
+	return fake.n_replies;
 }

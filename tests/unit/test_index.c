@@ -117,9 +117,9 @@ static void make_records(void)
 	memset(&r1, 0, sizeof(r1));
 	r1.id = 1;
 	r1.volume = "server:/export";
-	for (int i = 0; i < INDEX_FH_MAX; i++)
+	for (int i = 0; i < NFS3_FHSIZE_MAX; i++)
 		r1.fh[i] = (uint8_t)(0xff - i);
-	r1.fh_len = INDEX_FH_MAX;
+	r1.fh_len = NFS3_FHSIZE_MAX;
 	r1.size = UINT64_MAX;
 	r1.mtime_ns = -1234567890123LL;   /* before the epoch */
 	r1.ctime_ns = INT64_MAX;

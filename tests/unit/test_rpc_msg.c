@@ -9,6 +9,7 @@
  */
 #include <stdlib.h>
 
+#include "common/xalloc.h"
 #include "proto/rpc_msg.c"
 
 #include "tests/unit/tap.h"
@@ -98,10 +99,7 @@ static void valid_sys_call(struct buf *m)
 /* Decode a copy of the first `len` bytes of `m` from an exact-size heap buffer. */
 static enum rpc_call_status decode_n(const struct buf *m, size_t len, struct rpc_call_hdr *h)
 {
-	uint8_t *copy = malloc(len ? len : 1);
-
-	if (!copy)
-		abort();
+	uint8_t *copy = xmalloc(len ? len : 1);
 	memcpy(copy, m->b, len);
 	enum rpc_call_status st = rpc_decode_call(copy, len, h);
 	free(copy);

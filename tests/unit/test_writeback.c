@@ -68,8 +68,8 @@ static void start(void (*tuning)(struct nfsd_config *cfg))
 static void stop(void)
 {
 	is_int(fake_pending(FAKE_ANY_PROC), 0, "no upstream call left unanswered");
-	ok(list_empty(&W.passes) && list_empty(&W.waiters) && list_empty(&W.throttled) &&
-	   W.in_flight == 0, "no pass, waiter or throttled WRITE left");
+	ok(list_empty(&writeback.passes) && list_empty(&writeback.waiters) && list_empty(&writeback.throttled) &&
+	   writeback.in_flight == 0, "no pass, waiter or throttled WRITE left");
 	fake_daemon_stop();
 }
 
