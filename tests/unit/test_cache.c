@@ -41,6 +41,7 @@
 #include "common/log.h"
 #include "common/stats.h"
 
+#include "tests/unit/fattr.h"
 #include "tests/unit/tap.h"
 
 #define VOLUME "server:/export"
@@ -168,21 +169,7 @@ static void teardown(void)
 
 static fattr3 upstream_attrs(uint64_t size, uint32_t mtime_s, uint64_t fileid)
 {
-	fattr3 a;
-
-	memset(&a, 0, sizeof(a));
-	a.type = NF3REG;
-	a.mode = 0644;
-	a.nlink = 1;
-	a.uid = 1000;
-	a.gid = 100;
-	a.size = size;
-	a.used = size;
-	a.fsid = 1;
-	a.fileid = fileid;
-	a.atime.seconds = a.mtime.seconds = a.ctime.seconds = mtime_s;
-	a.atime.nseconds = a.mtime.nseconds = a.ctime.nseconds = 500;
-	return a;
+	return test_fattr3(size, mtime_s, 500, 1, fileid);
 }
 
 static struct cache_object *find(const char *name)

@@ -23,6 +23,7 @@
 #include <stdio.h>
 
 #include "tests/unit/fake_upstream.h"
+#include "tests/unit/fattr.h"
 #include "tests/unit/tap.h"
 
 #define PAGE 4096u
@@ -86,20 +87,7 @@ static void stop(void)
 
 static fattr3 attrs_of(uint64_t size, uint32_t mtime_s)
 {
-	fattr3 a;
-
-	memset(&a, 0, sizeof(a));
-	a.type = NF3REG;
-	a.mode = 0644;
-	a.nlink = 1;
-	a.uid = 1000;
-	a.gid = 100;
-	a.size = size;
-	a.used = size;
-	a.fsid = 7;
-	a.fileid = 42;
-	a.atime.seconds = a.mtime.seconds = a.ctime.seconds = mtime_s;
-	return a;
+	return test_fattr3(size, mtime_s, 0, 7, 42);
 }
 
 /* A regular file the cache knows: fresh attributes, READ granted to `reader`. */

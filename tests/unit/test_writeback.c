@@ -23,6 +23,7 @@
 #include <stdio.h>
 
 #include "tests/unit/fake_upstream.h"
+#include "tests/unit/fattr.h"
 #include "tests/unit/tap.h"
 
 #define PAYLOAD 65536u
@@ -77,20 +78,7 @@ static void stop(void)
 
 static fattr3 attrs_of(uint64_t size)
 {
-	fattr3 a;
-
-	memset(&a, 0, sizeof(a));
-	a.type = NF3REG;
-	a.mode = 0644;
-	a.nlink = 1;
-	a.uid = 1000;
-	a.gid = 100;
-	a.size = size;
-	a.used = size;
-	a.fsid = 7;
-	a.fileid = 43;
-	a.atime.seconds = a.mtime.seconds = a.ctime.seconds = MTIME_S;
-	return a;
+	return test_fattr3(size, MTIME_S, 0, 7, 43);
 }
 
 /* The attributes of the file upstream, changed by each WRITE it takes. */
