@@ -13,6 +13,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <arpa/inet.h>
+#include <strings.h>
 
 #include "daemon/conf.h"
 #include "common/log.h"
@@ -393,17 +395,39 @@ static const char *key_origin(const struct nfsd_config *cfg, const char *section
 	return buf;
 }
 
+/* The origin of whichever of `keys` was set most specifically: an -o
+ * override if any was, else the line of one set in the file, else the file. */
+static const char *keys_origin(const struct nfsd_config *cfg, const char *section,
+			       const char *const *keys, size_t n, char *buf, size_t len)
+{
+	size_t best = 0;
+	int best_rank = -1;
+
+	for (size_t i = 0; i < n; i++) {
+		size_t k = (size_t)(find_key(section, keys[i]) - conf_keys);
+		int rank = cfg->key_override[k] ? 2 : cfg->key_line[k] ? 1 : 0;
+		if (rank > best_rank) {
+			best = i;
+			best_rank = rank;
+		}
+	}
+	return key_origin(cfg, section, keys[best], buf, len);
+}
+
 static int check_order(const struct nfsd_config *cfg, const char *what, uint64_t stop,
 		       uint64_t cull, uint64_t run, FILE *err)
 {
-	char key[16], w[256];
+	char keys[3][16], w[256];
+	const char *const names[3] = { keys[0], keys[1], keys[2] };
 
 	if (stop < cull && cull < run && run < 100)
 		return 0;
-	snprintf(key, sizeof(key), "%scull", what);
+	snprintf(keys[0], sizeof(keys[0]), "%sstop", what);
+	snprintf(keys[1], sizeof(keys[1]), "%scull", what);
+	snprintf(keys[2], sizeof(keys[2]), "%srun", what);
 	fprintf(err, "%s: cache.%sstop < cache.%scull < cache.%srun < 100%% required, got %" PRIu64
-		"%% / %" PRIu64 "%% / %" PRIu64 "%%\n", key_origin(cfg, "cache", key, w, sizeof(w)), what,
-		what, what, stop, cull, run);
+		"%% / %" PRIu64 "%% / %" PRIu64 "%%\n",
+		keys_origin(cfg, "cache", names, 3, w, sizeof(w)), what, what, what, stop, cull, run);
 	return -1;
 }
 
@@ -448,13 +472,85 @@ static const char *url_problem(const char *url, char *why, size_t len)
 	return NULL;
 }
 
+/* The port `name` (nfsport, mountport) of an nfs:// URL url_problem()
+ * accepted, or `def` when the URL does not give it. */
+static unsigned long url_port(const char *url, const char *name, unsigned long def)
+{
+	size_t n = strlen(name);
+
+	for (const char *q = strchr(url, '?'); q; q = strchr(q, '&')) {
+		q++;
+		if (strncmp(q, name, n) == 0 && q[n] == '=')
+			return strtoul(q + n + 1, NULL, 10);
+	}
+	return def;
+}
+
+/* Whether upstream.url (accepted by url_problem()) names nfscached's own
+ * listen address: its host is a loopback address, "localhost" or the
+ * listen address itself, and its NFS port (2049 by default) or its MOUNT
+ * port is the listen port.  Such a daemon would proxy to itself. */
+static int url_is_self(const struct nfsd_config *cfg)
+{
+	const char *host = cfg->upstream_url + 6;
+	size_t n = strcspn(host, "/?");
+	char name[INET6_ADDRSTRLEN + 2], listen_host[INET6_ADDRSTRLEN];
+	unsigned char a[sizeof(struct in6_addr)];
+	int port, self = 0;
+
+	if (cfg->listen_addr.ss_family == AF_INET) {
+		const struct sockaddr_in *sin = (const struct sockaddr_in *)&cfg->listen_addr;
+		port = ntohs(sin->sin_port);
+		inet_ntop(AF_INET, &sin->sin_addr, listen_host, sizeof(listen_host));
+	} else if (cfg->listen_addr.ss_family == AF_INET6) {
+		const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)&cfg->listen_addr;
+		port = ntohs(sin6->sin6_port);
+		inet_ntop(AF_INET6, &sin6->sin6_addr, listen_host, sizeof(listen_host));
+	} else {
+		return 0;
+	}
+	if (port == 0 || n >= sizeof(name))
+		return 0;   /* an ephemeral port is never the upstream's */
+	if (n >= 2 && host[0] == '[' && host[n - 1] == ']') {
+		host++;
+		n -= 2;
+	}
+	memcpy(name, host, n);
+	name[n] = '\0';
+	if (strcasecmp(name, "localhost") == 0 || strcmp(name, listen_host) == 0)
+		self = 1;
+	else if (inet_pton(AF_INET, name, a) == 1)
+		self = a[0] == 127 || strcmp(listen_host, "0.0.0.0") == 0;
+	else if (inet_pton(AF_INET6, name, a) == 1)
+		self = IN6_IS_ADDR_LOOPBACK((struct in6_addr *)a) || strcmp(listen_host, "::") == 0;
+	if (!self)
+		return 0;
+	return url_port(cfg->upstream_url, "nfsport", 2049) == (unsigned long)port ||
+	       url_port(cfg->upstream_url, "mountport", 0) == (unsigned long)port;
+}
+
+/* cache.dir and control.socket: nfscached runs from "/" once detached, and
+ * an empty socket path would bind an anonymous socket. */
+static int check_absolute(const struct nfsd_config *cfg, const char *section, const char *key,
+			  const char *value, FILE *err)
+{
+	char w[256];
+
+	if (value[0] == '/')
+		return 0;
+	fprintf(err, "%s: %s.%s: must be an absolute path\n",
+		key_origin(cfg, section, key, w, sizeof(w)), section, key);
+	return -1;
+}
+
 int conf_finish(struct nfsd_config *cfg, FILE *err)
 {
 	char bad[128], w[256], why[128];
 	const char *problem;
-	int rc = 0;
+	int rc = 0, listen_ok = 1;
 
 	if (netaddr_parse_listen(cfg->server_listen, &cfg->listen_addr, &cfg->listen_addr_len) != 0) {
+		listen_ok = 0;
 		fprintf(err, "%s: server.listen: \"%s\" is not ADDRESS:PORT (a numeric address)\n",
 			key_origin(cfg, "server", "listen", w, sizeof(w)), cfg->server_listen);
 		rc = -1;
@@ -473,6 +569,10 @@ int conf_finish(struct nfsd_config *cfg, FILE *err)
 		fprintf(err, "%s: upstream.url: \"%s\": %s\n", key_origin(cfg, "upstream", "url", w, sizeof(w)),
 			cfg->upstream_url, problem);
 		rc = -1;
+	} else if (listen_ok && url_is_self(cfg)) {
+		fprintf(err, "%s: upstream.url: points at nfscached's own listen address (%s)\n",
+			key_origin(cfg, "upstream", "url", w, sizeof(w)), cfg->server_listen);
+		rc = -1;
 	}
 	for (const char *e = cfg->upstream_exports; *e; ) {
 		e += strspn(e, " ,\t");
@@ -484,7 +584,11 @@ int conf_finish(struct nfsd_config *cfg, FILE *err)
 		}
 		e += n;
 	}
-	if (strlen(cfg->control_socket) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
+	if (check_absolute(cfg, "cache", "dir", cfg->cache.dir, err))
+		rc = -1;
+	if (check_absolute(cfg, "control", "socket", cfg->control_socket, err))
+		rc = -1;
+	else if (strlen(cfg->control_socket) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
 		fprintf(err, "%s: control.socket: path longer than %zu bytes\n",
 			key_origin(cfg, "control", "socket", w, sizeof(w)),
 			sizeof(((struct sockaddr_un *)0)->sun_path) - 1);

@@ -96,7 +96,7 @@ int main(void)
 	size_t errlen;
 	FILE *ef;
 
-	plan(43);
+	plan(50);
 	test_netaddr();
 
 	/* sizes */
@@ -193,6 +193,19 @@ int main(void)
 		{ "[upstream]\nurl = nfs://h/e?bogus=1\n", NULL, "unknown parameter \"bogus\"", "url parameter" },
 		{ "[upstream]\nurl = nfs://h/e\nexports = /ok relative\n", NULL,
 		  "F:3: upstream.exports: \"relative\" is not an absolute path", "relative export" },
+		{ "[upstream]\nurl = nfs://h/e\n[cache]\ndir = cache\n", NULL,
+		  "F:4: cache.dir: must be an absolute path", "relative cache.dir" },
+		{ "[upstream]\nurl = nfs://h/e\n", "control.socket=",
+		  "-o control.socket=: control.socket: must be an absolute path", "empty control.socket" },
+		{ "[upstream]\nurl = nfs://h/e\n[cache]\nbcull = 7%\n", "cache.bstop=20%",
+		  "-o cache.bstop=20%: cache.bstop < cache.bcull", "order: the -o of the key set by -o" },
+		{ "[upstream]\nurl = nfs://h/e\n[cache]\nbrun = 5%\n", NULL,
+		  "F:4: cache.bstop < cache.bcull", "order: the line of the key set in the file" },
+		{ "[server]\nlisten = 127.0.0.1:2049\n[upstream]\n"
+		  "url = nfs://127.0.0.1/export?nfsport=2049&mountport=2049\n", NULL,
+		  "F:4: upstream.url: points at nfscached's own listen address", "url: own NFS port" },
+		{ "[server]\nlisten = [::1]:3049\n[upstream]\nurl = nfs://localhost/e?nfsport=1&mountport=3049\n",
+		  NULL, "F:4: upstream.url: points at nfscached's own listen address", "url: own MOUNT port" },
 	};
 	for (size_t i = 0; i < sizeof(late) / sizeof(late[0]); i++) {
 		int rc = load_text(&cfg, late[i].text, &err);
@@ -206,5 +219,16 @@ int main(void)
 		free(err);
 		conf_free(&cfg);
 	}
+
+	/* the same host on other ports is another server */
+	load_text(&cfg, "[server]\nlisten = 127.0.0.1:2049\n[upstream]\n"
+			"url = nfs://127.0.0.1/e?nfsport=2050&mountport=2051\n", &err);
+	free(err);
+	ef = open_memstream(&err, &errlen);
+	int rc = conf_finish(&cfg, ef);
+	fclose(ef);
+	ok(rc == 0, "url: loopback on other ports is accepted: %s", err);
+	free(err);
+	conf_free(&cfg);
 	return done();
 }
