@@ -5,16 +5,17 @@
  */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <ifaddrs.h>
 #include <ini.h>
 #include <inttypes.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <arpa/inet.h>
-#include <strings.h>
 
 #include "daemon/conf.h"
 #include "common/log.h"
@@ -486,26 +487,97 @@ static unsigned long url_port(const char *url, const char *name, unsigned long d
 	return def;
 }
 
+/* An address as its family and bytes (4 or 16 of them). */
+struct host_addr {
+	int family;                            /* AF_INET, AF_INET6, 0: none */
+	unsigned char bytes[sizeof(struct in6_addr)];
+};
+
+static int host_addr_equal(const struct host_addr *a, const struct host_addr *b)
+{
+	return a->family == b->family &&
+	       memcmp(a->bytes, b->bytes, a->family == AF_INET ? 4 : 16) == 0;
+}
+
+static int host_addr_loopback(const struct host_addr *a)
+{
+	return (a->family == AF_INET && a->bytes[0] == 127) ||
+	       (a->family == AF_INET6 && IN6_IS_ADDR_LOOPBACK((const struct in6_addr *)a->bytes));
+}
+
+static int host_addr_wildcard(const struct host_addr *a)
+{
+	static const unsigned char zero[sizeof(struct in6_addr)];
+
+	return memcmp(a->bytes, zero, a->family == AF_INET ? 4 : 16) == 0;
+}
+
+/* Whether `a` is an address of one of this machine's interfaces. */
+static int host_addr_local(const struct host_addr *a)
+{
+	struct ifaddrs *ifs, *i;
+	int found = 0;
+
+	if (getifaddrs(&ifs) != 0)
+		return 0;
+	for (i = ifs; i && !found; i = i->ifa_next) {
+		struct host_addr b = { 0 };
+		if (!i->ifa_addr || i->ifa_addr->sa_family != a->family)
+			continue;
+		b.family = a->family;
+		if (a->family == AF_INET)
+			memcpy(b.bytes, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, 4);
+		else
+			memcpy(b.bytes, &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, 16);
+		found = host_addr_equal(a, &b);
+	}
+	freeifaddrs(ifs);
+	return found;
+}
+
+/* Whether a client of `host` (a numeric address or "localhost") reaches
+ * a socket bound to `listen`. */
+static int host_reaches(const char *host, const struct host_addr *listen)
+{
+	struct host_addr h = { 0 };
+
+	if (strcasecmp(host, "localhost") == 0)
+		return host_addr_wildcard(listen) || host_addr_loopback(listen);
+	if (inet_pton(AF_INET, host, h.bytes) == 1)
+		h.family = AF_INET;
+	else if (inet_pton(AF_INET6, host, h.bytes) == 1)
+		h.family = AF_INET6;
+	else
+		return 0;   /* a name: not resolved here */
+	if (host_addr_wildcard(listen))
+		return host_addr_loopback(&h) || host_addr_local(&h);
+	if (host_addr_loopback(listen))
+		return h.family == listen->family && host_addr_loopback(&h);
+	return host_addr_equal(&h, listen);
+}
+
 /* Whether upstream.url (accepted by url_problem()) names nfscached's own
- * listen address: its host is a loopback address, "localhost" or the
- * listen address itself, and its NFS port (2049 by default) or its MOUNT
- * port is the listen port.  Such a daemon would proxy to itself. */
+ * listen address: its server reaches the socket of server.listen
+ * (host_reaches()) and its NFS port (2049 by default) or its MOUNT port
+ * is the listen port.  Such a daemon would proxy to itself. */
 static int url_is_self(const struct nfsd_config *cfg)
 {
 	const char *host = cfg->upstream_url + 6;
 	size_t n = strcspn(host, "/?");
-	char name[INET6_ADDRSTRLEN + 2], listen_host[INET6_ADDRSTRLEN];
-	unsigned char a[sizeof(struct in6_addr)];
-	int port, self = 0;
+	char name[INET6_ADDRSTRLEN + 2];
+	struct host_addr listen = { 0 };
+	int port;
 
 	if (cfg->listen_addr.ss_family == AF_INET) {
 		const struct sockaddr_in *sin = (const struct sockaddr_in *)&cfg->listen_addr;
 		port = ntohs(sin->sin_port);
-		inet_ntop(AF_INET, &sin->sin_addr, listen_host, sizeof(listen_host));
+		listen.family = AF_INET;
+		memcpy(listen.bytes, &sin->sin_addr, 4);
 	} else if (cfg->listen_addr.ss_family == AF_INET6) {
 		const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)&cfg->listen_addr;
 		port = ntohs(sin6->sin6_port);
-		inet_ntop(AF_INET6, &sin6->sin6_addr, listen_host, sizeof(listen_host));
+		listen.family = AF_INET6;
+		memcpy(listen.bytes, &sin6->sin6_addr, 16);
 	} else {
 		return 0;
 	}
@@ -517,13 +589,7 @@ static int url_is_self(const struct nfsd_config *cfg)
 	}
 	memcpy(name, host, n);
 	name[n] = '\0';
-	if (strcasecmp(name, "localhost") == 0 || strcmp(name, listen_host) == 0)
-		self = 1;
-	else if (inet_pton(AF_INET, name, a) == 1)
-		self = a[0] == 127 || strcmp(listen_host, "0.0.0.0") == 0;
-	else if (inet_pton(AF_INET6, name, a) == 1)
-		self = IN6_IS_ADDR_LOOPBACK((struct in6_addr *)a) || strcmp(listen_host, "::") == 0;
-	if (!self)
+	if (!host_reaches(name, &listen))
 		return 0;
 	return url_port(cfg->upstream_url, "nfsport", 2049) == (unsigned long)port ||
 	       url_port(cfg->upstream_url, "mountport", 0) == (unsigned long)port;

@@ -96,7 +96,7 @@ int main(void)
 	size_t errlen;
 	FILE *ef;
 
-	plan(50);
+	plan(53);
 	test_netaddr();
 
 	/* sizes */
@@ -206,6 +206,8 @@ int main(void)
 		  "F:4: upstream.url: points at nfscached's own listen address", "url: own NFS port" },
 		{ "[server]\nlisten = [::1]:3049\n[upstream]\nurl = nfs://localhost/e?nfsport=1&mountport=3049\n",
 		  NULL, "F:4: upstream.url: points at nfscached's own listen address", "url: own MOUNT port" },
+		{ "[server]\nlisten = 0.0.0.0:2049\n[upstream]\nurl = nfs://localhost/e\n", NULL,
+		  "F:4: upstream.url: points at nfscached's own listen address", "url: localhost, every address" },
 	};
 	for (size_t i = 0; i < sizeof(late) / sizeof(late[0]); i++) {
 		int rc = load_text(&cfg, late[i].text, &err);
@@ -220,15 +222,24 @@ int main(void)
 		conf_free(&cfg);
 	}
 
-	/* the same host on other ports is another server */
-	load_text(&cfg, "[server]\nlisten = 127.0.0.1:2049\n[upstream]\n"
-			"url = nfs://127.0.0.1/e?nfsport=2050&mountport=2051\n", &err);
-	free(err);
-	ef = open_memstream(&err, &errlen);
-	int rc = conf_finish(&cfg, ef);
-	fclose(ef);
-	ok(rc == 0, "url: loopback on other ports is accepted: %s", err);
-	free(err);
-	conf_free(&cfg);
+	/* upstreams nfscached's own socket does not receive */
+	static const struct { const char *text, *what; } other[] = {
+		{ "[server]\nlisten = 127.0.0.1:2049\n[upstream]\n"
+		  "url = nfs://127.0.0.1/e?nfsport=2050&mountport=2051\n", "loopback on other ports" },
+		{ "[server]\nlisten = 192.0.2.1:2049\n[upstream]\nurl = nfs://127.0.0.1/e\n",
+		  "loopback when listening on another address" },
+		{ "[server]\nlisten = 0.0.0.0:2049\n[upstream]\nurl = nfs://192.0.2.7/e\n",
+		  "another machine when listening on every address" },
+	};
+	for (size_t i = 0; i < sizeof(other) / sizeof(other[0]); i++) {
+		load_text(&cfg, other[i].text, &err);
+		free(err);
+		ef = open_memstream(&err, &errlen);
+		int rc = conf_finish(&cfg, ef);
+		fclose(ef);
+		ok(rc == 0, "url: %s is accepted: %s", other[i].what, err);
+		free(err);
+		conf_free(&cfg);
+	}
 	return done();
 }
