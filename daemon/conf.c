@@ -5,12 +5,15 @@
  */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <ifaddrs.h>
 #include <ini.h>
 #include <inttypes.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 
@@ -393,17 +396,39 @@ static const char *key_origin(const struct nfsd_config *cfg, const char *section
 	return buf;
 }
 
+/* The origin of whichever of `keys` was set most specifically: an -o
+ * override if any was, else the line of one set in the file, else the file. */
+static const char *keys_origin(const struct nfsd_config *cfg, const char *section,
+			       const char *const *keys, size_t n, char *buf, size_t len)
+{
+	size_t best = 0;
+	int best_rank = -1;
+
+	for (size_t i = 0; i < n; i++) {
+		size_t k = (size_t)(find_key(section, keys[i]) - conf_keys);
+		int rank = cfg->key_override[k] ? 2 : cfg->key_line[k] ? 1 : 0;
+		if (rank > best_rank) {
+			best = i;
+			best_rank = rank;
+		}
+	}
+	return key_origin(cfg, section, keys[best], buf, len);
+}
+
 static int check_order(const struct nfsd_config *cfg, const char *what, uint64_t stop,
 		       uint64_t cull, uint64_t run, FILE *err)
 {
-	char key[16], w[256];
+	char keys[3][16], w[256];
+	const char *const names[3] = { keys[0], keys[1], keys[2] };
 
 	if (stop < cull && cull < run && run < 100)
 		return 0;
-	snprintf(key, sizeof(key), "%scull", what);
+	snprintf(keys[0], sizeof(keys[0]), "%sstop", what);
+	snprintf(keys[1], sizeof(keys[1]), "%scull", what);
+	snprintf(keys[2], sizeof(keys[2]), "%srun", what);
 	fprintf(err, "%s: cache.%sstop < cache.%scull < cache.%srun < 100%% required, got %" PRIu64
-		"%% / %" PRIu64 "%% / %" PRIu64 "%%\n", key_origin(cfg, "cache", key, w, sizeof(w)), what,
-		what, what, stop, cull, run);
+		"%% / %" PRIu64 "%% / %" PRIu64 "%%\n",
+		keys_origin(cfg, "cache", names, 3, w, sizeof(w)), what, what, what, stop, cull, run);
 	return -1;
 }
 
@@ -448,13 +473,150 @@ static const char *url_problem(const char *url, char *why, size_t len)
 	return NULL;
 }
 
+/* The port `name` (nfsport, mountport) of an nfs:// URL url_problem()
+ * accepted, or `def` when the URL does not give it. */
+static unsigned long url_port(const char *url, const char *name, unsigned long def)
+{
+	size_t n = strlen(name);
+
+	for (const char *q = strchr(url, '?'); q; q = strchr(q, '&')) {
+		q++;
+		if (strncmp(q, name, n) == 0 && q[n] == '=')
+			return strtoul(q + n + 1, NULL, 10);
+	}
+	return def;
+}
+
+/* An address as its family and bytes (4 or 16 of them). */
+struct host_addr {
+	int family;                            /* AF_INET, AF_INET6, 0: none */
+	unsigned char bytes[sizeof(struct in6_addr)];
+};
+
+static int host_addr_equal(const struct host_addr *a, const struct host_addr *b)
+{
+	return a->family == b->family &&
+	       memcmp(a->bytes, b->bytes, a->family == AF_INET ? 4 : 16) == 0;
+}
+
+static int host_addr_loopback(const struct host_addr *a)
+{
+	return (a->family == AF_INET && a->bytes[0] == 127) ||
+	       (a->family == AF_INET6 && IN6_IS_ADDR_LOOPBACK((const struct in6_addr *)a->bytes));
+}
+
+static int host_addr_wildcard(const struct host_addr *a)
+{
+	static const unsigned char zero[sizeof(struct in6_addr)];
+
+	return memcmp(a->bytes, zero, a->family == AF_INET ? 4 : 16) == 0;
+}
+
+/* Whether `a` is an address of one of this machine's interfaces. */
+static int host_addr_local(const struct host_addr *a)
+{
+	struct ifaddrs *ifs, *i;
+	int found = 0;
+
+	if (getifaddrs(&ifs) != 0)
+		return 0;
+	for (i = ifs; i && !found; i = i->ifa_next) {
+		struct host_addr b = { 0 };
+		if (!i->ifa_addr || i->ifa_addr->sa_family != a->family)
+			continue;
+		b.family = a->family;
+		if (a->family == AF_INET)
+			memcpy(b.bytes, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, 4);
+		else
+			memcpy(b.bytes, &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, 16);
+		found = host_addr_equal(a, &b);
+	}
+	freeifaddrs(ifs);
+	return found;
+}
+
+/* Whether a client of `host` (a numeric address or "localhost") reaches
+ * a socket bound to `listen`. */
+static int host_reaches(const char *host, const struct host_addr *listen)
+{
+	struct host_addr h = { 0 };
+
+	if (strcasecmp(host, "localhost") == 0)
+		return host_addr_wildcard(listen) || host_addr_loopback(listen);
+	if (inet_pton(AF_INET, host, h.bytes) == 1)
+		h.family = AF_INET;
+	else if (inet_pton(AF_INET6, host, h.bytes) == 1)
+		h.family = AF_INET6;
+	else
+		return 0;   /* a name: not resolved here */
+	if (host_addr_wildcard(listen))
+		return host_addr_loopback(&h) || host_addr_local(&h);
+	if (host_addr_loopback(listen))
+		return h.family == listen->family && host_addr_loopback(&h);
+	return host_addr_equal(&h, listen);
+}
+
+/* Whether upstream.url (accepted by url_problem()) names nfscached's own
+ * listen address: its server reaches the socket of server.listen
+ * (host_reaches()) and its NFS port (2049 by default) or its MOUNT port
+ * is the listen port.  Such a daemon would proxy to itself. */
+static int url_is_self(const struct nfsd_config *cfg)
+{
+	const char *host = cfg->upstream_url + 6;
+	size_t n = strcspn(host, "/?");
+	char name[INET6_ADDRSTRLEN + 2];
+	struct host_addr listen = { 0 };
+	int port;
+
+	if (cfg->listen_addr.ss_family == AF_INET) {
+		const struct sockaddr_in *sin = (const struct sockaddr_in *)&cfg->listen_addr;
+		port = ntohs(sin->sin_port);
+		listen.family = AF_INET;
+		memcpy(listen.bytes, &sin->sin_addr, 4);
+	} else if (cfg->listen_addr.ss_family == AF_INET6) {
+		const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)&cfg->listen_addr;
+		port = ntohs(sin6->sin6_port);
+		listen.family = AF_INET6;
+		memcpy(listen.bytes, &sin6->sin6_addr, 16);
+	} else {
+		return 0;
+	}
+	if (port == 0 || n >= sizeof(name))
+		return 0;   /* an ephemeral port is never the upstream's */
+	if (n >= 2 && host[0] == '[' && host[n - 1] == ']') {
+		host++;
+		n -= 2;
+	}
+	memcpy(name, host, n);
+	name[n] = '\0';
+	if (!host_reaches(name, &listen))
+		return 0;
+	return url_port(cfg->upstream_url, "nfsport", 2049) == (unsigned long)port ||
+	       url_port(cfg->upstream_url, "mountport", 0) == (unsigned long)port;
+}
+
+/* cache.dir and control.socket: nfscached runs from "/" once detached, and
+ * an empty socket path would bind an anonymous socket. */
+static int check_absolute(const struct nfsd_config *cfg, const char *section, const char *key,
+			  const char *value, FILE *err)
+{
+	char w[256];
+
+	if (value[0] == '/')
+		return 0;
+	fprintf(err, "%s: %s.%s: must be an absolute path\n",
+		key_origin(cfg, section, key, w, sizeof(w)), section, key);
+	return -1;
+}
+
 int conf_finish(struct nfsd_config *cfg, FILE *err)
 {
 	char bad[128], w[256], why[128];
 	const char *problem;
-	int rc = 0;
+	int rc = 0, listen_ok = 1;
 
 	if (netaddr_parse_listen(cfg->server_listen, &cfg->listen_addr, &cfg->listen_addr_len) != 0) {
+		listen_ok = 0;
 		fprintf(err, "%s: server.listen: \"%s\" is not ADDRESS:PORT (a numeric address)\n",
 			key_origin(cfg, "server", "listen", w, sizeof(w)), cfg->server_listen);
 		rc = -1;
@@ -473,6 +635,10 @@ int conf_finish(struct nfsd_config *cfg, FILE *err)
 		fprintf(err, "%s: upstream.url: \"%s\": %s\n", key_origin(cfg, "upstream", "url", w, sizeof(w)),
 			cfg->upstream_url, problem);
 		rc = -1;
+	} else if (listen_ok && url_is_self(cfg)) {
+		fprintf(err, "%s: upstream.url: points at nfscached's own listen address (%s)\n",
+			key_origin(cfg, "upstream", "url", w, sizeof(w)), cfg->server_listen);
+		rc = -1;
 	}
 	for (const char *e = cfg->upstream_exports; *e; ) {
 		e += strspn(e, " ,\t");
@@ -484,7 +650,11 @@ int conf_finish(struct nfsd_config *cfg, FILE *err)
 		}
 		e += n;
 	}
-	if (strlen(cfg->control_socket) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
+	if (check_absolute(cfg, "cache", "dir", cfg->cache.dir, err))
+		rc = -1;
+	if (check_absolute(cfg, "control", "socket", cfg->control_socket, err))
+		rc = -1;
+	else if (strlen(cfg->control_socket) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
 		fprintf(err, "%s: control.socket: path longer than %zu bytes\n",
 			key_origin(cfg, "control", "socket", w, sizeof(w)),
 			sizeof(((struct sockaddr_un *)0)->sun_path) - 1);

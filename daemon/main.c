@@ -463,7 +463,10 @@ static int main_rpcbind_start(void)
 	return 0;
 }
 
-/* Detach only now, so that start-up errors reach the caller. */
+/* Detach only now, so that start-up errors (the configuration, the
+ * listening and control sockets, rpcbind) reach the caller; but before
+ * any thread is started, as only the forking thread lives on in the child.
+ * A cache that cannot start is logged, never fatal. */
 static int main_detach(void)
 {
 	if (main_args.foreground)
@@ -541,9 +544,11 @@ static const struct main_step main_steps[] = {
 	{ "write-back (finalised here)", NULL, writeback_finalise },
 	{ "listener and connections", main_listener_start, main_listener_stop },
 	{ "control socket", main_ctl_start, ctl_finalise },
-	{ "cache and write-back", main_cache_start, NULL },
 	{ "rpcbind registration", main_rpcbind_start, rpcbind_unregister },
+	/* Before the cache: daemon(3) forks, and a thread (the cache's
+	 * workers) does not survive a fork.  Nothing above starts one. */
 	{ "detach", main_detach, NULL },
+	{ "cache and write-back", main_cache_start, NULL },
 	/* Connecting is undone by upstream_free() ("upstream" above). */
 	{ "upstream connection", main_upstream_connect, NULL },
 	/* Exception: never stopped, so that a signal during the teardown is

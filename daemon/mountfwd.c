@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/list.h"
 #include "common/log.h"
 #include "common/macros.h"
 #include "daemon/mountfwd.h"
@@ -27,7 +28,11 @@ struct mount_req {
 	ev_timer timer;               /* retry delay, and the deadline */
 	int failed;                   /* current attempt failed: retry */
 	int finished;                 /* done() has fired */
+	struct list_node link;        /* mreq_pending, until freed */
 };
+
+/* every mount_req not yet freed, for mountfwd_finalise() */
+static struct list_node mreq_pending = LIST_INIT(mreq_pending);
 
 static void mreq_attempt(struct mount_req *m);
 
@@ -45,6 +50,7 @@ static void mreq_free(struct mount_req *m)
 {
 	ev_timer_stop(m->loop, &m->timer);
 	mreq_drop_rpc(m);
+	list_del(&m->link);
 	free(m->server);
 	free(m);
 }
@@ -167,7 +173,19 @@ int mountfwd_call(struct ev_loop *loop, const char *server, int port,
 	rpc_poll_init(&m->poll, loop, mreq_serviced);
 	ev_timer_init(&m->timer, mreq_timer_cb, 0., 0.);
 	m->timer.data = m;
+	list_add_tail(&mreq_pending, &m->link);
 	/* start on the next loop iteration so done() never fires from here */
 	ev_timer_start(loop, &m->timer);
 	return 0;
+}
+
+void mountfwd_finalise(void)
+{
+	struct list_node *pos, *tmp;
+
+	list_for_each_safe(pos, tmp, &mreq_pending) {
+		struct mount_req *m = list_entry(pos, struct mount_req, link);
+		mreq_finish(m, UPSTREAM_TIMEOUT, NULL);
+		mreq_free(m);
+	}
 }

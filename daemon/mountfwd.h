@@ -21,4 +21,9 @@
 int mountfwd_call(struct ev_loop *loop, const char *server, int port,
 		  const struct upstream_call *call);
 
+/* Stop every call still under way: each one's done() fires, from inside
+ * this call, with UPSTREAM_TIMEOUT, and its context is destroyed.  For the
+ * daemon's stop (upstream_free()); calls forwarded later start afresh. */
+void mountfwd_finalise(void);
+
 #endif

@@ -322,6 +322,8 @@ static void up_mount_cb(int status, struct nfs_context *nfs, void *data, void *p
 	struct upstream *up = priv;
 
 	(void)nfs;
+	if (!up->nfs)
+		return;   /* cancelled by upstream_free(): nothing to retry */
 	if (status != 0) {
 		const char *why = data ? (const char *)data : "unknown error";
 		if (strcmp(up->last_error, why) != 0 || !up->ever_up)
@@ -429,6 +431,7 @@ void upstream_free(struct upstream *up)
 		req_complete(list_entry(pos, struct up_req, link), UPSTREAM_TIMEOUT, NULL);
 	list_for_each_safe(pos, tmp, &up->waiting)
 		req_complete(list_entry(pos, struct up_req, link), UPSTREAM_TIMEOUT, NULL);
+	mountfwd_finalise();
 	free(up->server);
 	free(up->export);
 	free(up);

@@ -49,7 +49,8 @@ struct upstream *upstream_new(struct ev_loop *loop, const struct nfsd_config *cf
 /* Start connecting (and keep reconnecting) in the background. */
 void upstream_start(struct upstream *up);
 
-/* Stop everything: calls still queued complete with UPSTREAM_TIMEOUT.
+/* Stop everything: calls still queued, MOUNT calls included, complete
+ * with UPSTREAM_TIMEOUT.
  * upstream_free(NULL) is a no-op. */
 void upstream_free(struct upstream *up);
 

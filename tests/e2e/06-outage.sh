@@ -3,6 +3,8 @@
 # through nfscached, stays down 5 s and comes back on the same ports with the
 # same export. Like a hard mount, the copy waits and then completes with
 # identical bytes, in both directions; the daemon counts the reconnection.
+# Then, in front of an upstream that is not there, a MOUNT call still
+# waiting at SIGTERM is freed by the stop: exit 0, no leak, no retry logged.
 . "$(dirname "$0")/../lib.sh"
 needs_own_upstream
 CLIENT_TIMEOUT=150
@@ -54,4 +56,33 @@ outage up
 outage down
 stat_ok upstream.reconnects -ge 2
 stat_ok upstream.errors -ge 1
+
+# A MOUNT call still waiting for an unreachable upstream at SIGTERM: the
+# stop answers and frees it (exit 0, no leak report), and nothing is
+# retried or logged about the upstream after "main: stopped".
+if [ "${NFSCACHED_E2E_DIRECT:-0}" != 1 ] && [ "$T_EXTERNAL" != 1 ]; then
+    stop_nfscached; ok $? "nfscached exits cleanly on SIGTERM"
+    no_sanitizer_report "$T_TMP/nfscached.log"; ok $? "no sanitizer report in the daemon log"
+    mv "$T_TMP/nfscached.log" "$T_TMP/nfscached-outage.log"
+    NFSCACHED_UPSTREAM_URL="nfs://127.0.0.1/export?nfsport=1&mountport=1" NFSCACHED_UP_TIMEOUT=1 \
+        start_nfscached 2>/dev/null
+    ok $? "nfscached in front of an unreachable upstream" || done_testing
+    timeout -k 2 10 nfs-ls "$(proxy_url)" > "$T_TMP/ls.out" 2>&1 &
+    ls_pid=$!
+    for _ in $(seq 50); do
+        [ "$(stat_value calls.in_flight)" -ge 1 ] 2>/dev/null && break
+        sleep 0.1
+    done
+    stat_ok calls.in_flight -ge 1
+    # the stop waits up to 10 s for calls in flight, the MOUNT 30 s for its upstream
+    NFSCACHED_STOP_TIMEOUT=20 stop_nfscached
+    ok $? "SIGTERM with a MOUNT call pending upstream: exit status 0"
+    wait "$ls_pid" 2>/dev/null
+    no_sanitizer_report "$T_TMP/nfscached.log"
+    ok $? "no sanitizer report (the pending MOUNT call is freed)" ||
+        diag "$(grep -A8 -E 'ERROR: (Address|Leak)Sanitizer' "$T_TMP/nfscached.log" | head -n 12)"
+    ! sed -n '/main: stopped/,$p' "$T_TMP/nfscached.log" | grep -q 'upstream:'
+    ok $? "nothing about the upstream is logged after \"main: stopped\"" ||
+        diag "$(sed -n '/main: stopped/,$p' "$T_TMP/nfscached.log" | head -n 5)"
+fi
 done_testing

@@ -96,7 +96,7 @@ int main(void)
 	size_t errlen;
 	FILE *ef;
 
-	plan(43);
+	plan(53);
 	test_netaddr();
 
 	/* sizes */
@@ -193,6 +193,21 @@ int main(void)
 		{ "[upstream]\nurl = nfs://h/e?bogus=1\n", NULL, "unknown parameter \"bogus\"", "url parameter" },
 		{ "[upstream]\nurl = nfs://h/e\nexports = /ok relative\n", NULL,
 		  "F:3: upstream.exports: \"relative\" is not an absolute path", "relative export" },
+		{ "[upstream]\nurl = nfs://h/e\n[cache]\ndir = cache\n", NULL,
+		  "F:4: cache.dir: must be an absolute path", "relative cache.dir" },
+		{ "[upstream]\nurl = nfs://h/e\n", "control.socket=",
+		  "-o control.socket=: control.socket: must be an absolute path", "empty control.socket" },
+		{ "[upstream]\nurl = nfs://h/e\n[cache]\nbcull = 7%\n", "cache.bstop=20%",
+		  "-o cache.bstop=20%: cache.bstop < cache.bcull", "order: the -o of the key set by -o" },
+		{ "[upstream]\nurl = nfs://h/e\n[cache]\nbrun = 5%\n", NULL,
+		  "F:4: cache.bstop < cache.bcull", "order: the line of the key set in the file" },
+		{ "[server]\nlisten = 127.0.0.1:2049\n[upstream]\n"
+		  "url = nfs://127.0.0.1/export?nfsport=2049&mountport=2049\n", NULL,
+		  "F:4: upstream.url: points at nfscached's own listen address", "url: own NFS port" },
+		{ "[server]\nlisten = [::1]:3049\n[upstream]\nurl = nfs://localhost/e?nfsport=1&mountport=3049\n",
+		  NULL, "F:4: upstream.url: points at nfscached's own listen address", "url: own MOUNT port" },
+		{ "[server]\nlisten = 0.0.0.0:2049\n[upstream]\nurl = nfs://localhost/e\n", NULL,
+		  "F:4: upstream.url: points at nfscached's own listen address", "url: localhost, every address" },
 	};
 	for (size_t i = 0; i < sizeof(late) / sizeof(late[0]); i++) {
 		int rc = load_text(&cfg, late[i].text, &err);
@@ -203,6 +218,26 @@ int main(void)
 		rc |= conf_finish(&cfg, ef);
 		fclose(ef);
 		ok(rc != 0 && strstr(err, late[i].want) != NULL, "%s: got \"%s\"", late[i].what, err);
+		free(err);
+		conf_free(&cfg);
+	}
+
+	/* upstreams nfscached's own socket does not receive */
+	static const struct { const char *text, *what; } other[] = {
+		{ "[server]\nlisten = 127.0.0.1:2049\n[upstream]\n"
+		  "url = nfs://127.0.0.1/e?nfsport=2050&mountport=2051\n", "loopback on other ports" },
+		{ "[server]\nlisten = 192.0.2.1:2049\n[upstream]\nurl = nfs://127.0.0.1/e\n",
+		  "loopback when listening on another address" },
+		{ "[server]\nlisten = 0.0.0.0:2049\n[upstream]\nurl = nfs://192.0.2.7/e\n",
+		  "another machine when listening on every address" },
+	};
+	for (size_t i = 0; i < sizeof(other) / sizeof(other[0]); i++) {
+		load_text(&cfg, other[i].text, &err);
+		free(err);
+		ef = open_memstream(&err, &errlen);
+		int rc = conf_finish(&cfg, ef);
+		fclose(ef);
+		ok(rc == 0, "url: %s is accepted: %s", other[i].what, err);
 		free(err);
 		conf_free(&cfg);
 	}
