@@ -1,6 +1,6 @@
 /*
  * config.c — the configuration table, its parsers and the INI reader glue.
- * Owns struct nfsd_config's contents; knows nothing of the modules that use
+ * Owns struct nfsd_conf's contents; knows nothing of the modules that use
  * the values.
  */
 #include "config.h"
@@ -27,7 +27,7 @@ struct conf_key {
 	const char *section;
 	const char *key;
 	enum conf_type type;
-	size_t offset;            /* into struct nfsd_config */
+	size_t offset;            /* into struct nfsd_conf */
 	uint64_t min, max;        /* numeric types */
 	const char *def;          /* default, in file syntax */
 	const char *const *names; /* T_ENUM: names, index = value; NULL-terminated */
@@ -38,7 +38,7 @@ static const char *const squash_names[] = { "none", "root", "all", NULL };
 static const char *const write_mode_names[] = { "writeback", "writethrough", NULL };
 static const char *const log_names[] = { "error", "warning", "info", "debug", NULL };
 
-#define OFF(f) offsetof(struct nfsd_config, f)
+#define OFF(f) offsetof(struct nfsd_conf, f)
 #define GiB (1024ull * 1024 * 1024)
 
 static const struct conf_key conf_keys[] = {
@@ -132,7 +132,7 @@ static int section_known(const char *section)
 }
 
 /* Set one value; on error writes a message (no location) into msg. */
-static int set_value(struct nfsd_config *cfg, const struct conf_key *k, const char *value,
+static int set_value(struct nfsd_conf *cfg, const struct conf_key *k, const char *value,
 		     char *msg, size_t msglen)
 {
 	void *field = (char *)cfg + k->offset;
@@ -200,7 +200,7 @@ static int set_value(struct nfsd_config *cfg, const struct conf_key *k, const ch
 	return 0;
 }
 
-void conf_defaults(struct nfsd_config *cfg)
+void conf_defaults(struct nfsd_conf *cfg)
 {
 	char msg[256];
 
@@ -212,7 +212,7 @@ void conf_defaults(struct nfsd_config *cfg)
 }
 
 struct load_ctx {
-	struct nfsd_config *cfg;
+	struct nfsd_conf *cfg;
 	char msg[320];          /* first error */
 	int failed;
 	unsigned char seen[N_KEYS];
@@ -256,7 +256,7 @@ static int ini_handler_cb(void *user, const char *section, const char *name, con
  * records the line of every key, for messages about values found wrong later.
  * Returns 0, or the failing line number with the message in msg.
  */
-static int prescan(FILE *f, struct nfsd_config *cfg, char *msg, size_t msglen)
+static int prescan(FILE *f, struct nfsd_conf *cfg, char *msg, size_t msglen)
 {
 	char *line = NULL, section[64] = "";
 	size_t cap = 0;
@@ -313,7 +313,7 @@ static int prescan(FILE *f, struct nfsd_config *cfg, char *msg, size_t msglen)
 	return rc;
 }
 
-int conf_load_file(struct nfsd_config *cfg, const char *path, int missing_ok, FILE *err)
+int conf_load_file(struct nfsd_conf *cfg, const char *path, int missing_ok, FILE *err)
 {
 	struct load_ctx ctx = { .cfg = cfg };
 	struct stat st;
@@ -352,7 +352,7 @@ int conf_load_file(struct nfsd_config *cfg, const char *path, int missing_ok, FI
 	return 0;
 }
 
-int conf_apply_override(struct nfsd_config *cfg, const char *assignment, FILE *err)
+int conf_apply_override(struct nfsd_conf *cfg, const char *assignment, FILE *err)
 {
 	char section[64], key[64], msg[320];
 	const char *dot = strchr(assignment, '.');
@@ -381,7 +381,7 @@ int conf_apply_override(struct nfsd_config *cfg, const char *assignment, FILE *e
 }
 
 /* Where `section.key` got its value: "-o ASSIGNMENT", "FILE:LINE" or "FILE". */
-static const char *key_origin(const struct nfsd_config *cfg, const char *section,
+static const char *key_origin(const struct nfsd_conf *cfg, const char *section,
 			      const char *key, char *buf, size_t len)
 {
 	const struct conf_key *k = find_key(section, key);
@@ -398,7 +398,7 @@ static const char *key_origin(const struct nfsd_config *cfg, const char *section
 
 /* The origin of whichever of `keys` was set most specifically: an -o
  * override if any was, else the line of one set in the file, else the file. */
-static const char *keys_origin(const struct nfsd_config *cfg, const char *section,
+static const char *keys_origin(const struct nfsd_conf *cfg, const char *section,
 			       const char *const *keys, size_t n, char *buf, size_t len)
 {
 	size_t best = 0;
@@ -415,7 +415,7 @@ static const char *keys_origin(const struct nfsd_config *cfg, const char *sectio
 	return key_origin(cfg, section, keys[best], buf, len);
 }
 
-static int check_order(const struct nfsd_config *cfg, const char *what, uint64_t stop,
+static int check_order(const struct nfsd_conf *cfg, const char *what, uint64_t stop,
 		       uint64_t cull, uint64_t run, FILE *err)
 {
 	char keys[3][16], w[256];
@@ -560,7 +560,7 @@ static int host_reaches(const char *host, const struct host_addr *listen)
  * listen address: its server reaches the socket of server.listen
  * (host_reaches()) and its NFS port (2049 by default) or its MOUNT port
  * is the listen port.  Such a daemon would proxy to itself. */
-static int url_is_self(const struct nfsd_config *cfg)
+static int url_is_self(const struct nfsd_conf *cfg)
 {
 	const char *host = cfg->upstream_url + 6;
 	size_t n = strcspn(host, "/?");
@@ -597,7 +597,7 @@ static int url_is_self(const struct nfsd_config *cfg)
 
 /* cache.dir and control.socket: nfscached runs from "/" once detached, and
  * an empty socket path would bind an anonymous socket. */
-static int check_absolute(const struct nfsd_config *cfg, const char *section, const char *key,
+static int check_absolute(const struct nfsd_conf *cfg, const char *section, const char *key,
 			  const char *value, FILE *err)
 {
 	char w[256];
@@ -609,7 +609,7 @@ static int check_absolute(const struct nfsd_config *cfg, const char *section, co
 	return -1;
 }
 
-int conf_finish(struct nfsd_config *cfg, FILE *err)
+int conf_finish(struct nfsd_conf *cfg, FILE *err)
 {
 	char bad[128], w[256], why[128];
 	const char *problem;
@@ -674,7 +674,7 @@ int conf_finish(struct nfsd_config *cfg, FILE *err)
 	return rc;
 }
 
-void conf_print(const struct nfsd_config *cfg, FILE *out)
+void conf_print(const struct nfsd_conf *cfg, FILE *out)
 {
 	const char *section = "";
 
@@ -707,8 +707,8 @@ void conf_print(const struct nfsd_config *cfg, FILE *out)
 	}
 }
 
-static int value_equal(const struct conf_key *k, const struct nfsd_config *a,
-		       const struct nfsd_config *b)
+static int value_equal(const struct conf_key *k, const struct nfsd_conf *a,
+		       const struct nfsd_conf *b)
 {
 	const void *fa = (const char *)a + k->offset, *fb = (const char *)b + k->offset;
 
@@ -723,7 +723,7 @@ static int value_equal(const struct conf_key *k, const struct nfsd_config *a,
 	}
 }
 
-void conf_reload(struct nfsd_config *running, struct nfsd_config *fresh, FILE *notes)
+void conf_reload(struct nfsd_conf *running, struct nfsd_conf *fresh, FILE *notes)
 {
 	for (size_t i = 0; i < N_KEYS; i++) {
 		const struct conf_key *k = &conf_keys[i];
@@ -751,7 +751,7 @@ void conf_reload(struct nfsd_config *running, struct nfsd_config *fresh, FILE *n
 	fresh->allow_acl = acl;
 }
 
-void conf_free(struct nfsd_config *cfg)
+void conf_free(struct nfsd_conf *cfg)
 {
 	for (size_t i = 0; i < N_KEYS; i++) {
 		if (conf_keys[i].type == T_STRING) {

@@ -19,7 +19,7 @@
 
 enum squash_mode { SQUASH_NONE = 0, SQUASH_ROOT = 1, SQUASH_ALL = 2 };
 
-struct nfsd_config {
+struct nfsd_conf {
 	/* [server] */
 	char *server_listen;            /* "ADDR:PORT" */
 	char *server_allow;             /* client networks */
@@ -49,7 +49,7 @@ struct nfsd_config {
 };
 
 /* Fill `cfg` with the defaults.  Strings are malloc'd; free with conf_free(). */
-void conf_defaults(struct nfsd_config *cfg);
+void conf_defaults(struct nfsd_conf *cfg);
 
 /*
  * Read `path` (one key per line, no indentation, comments on their own lines)
@@ -57,15 +57,15 @@ void conf_defaults(struct nfsd_config *cfg);
  * "PATH:LINE: message" to `err`.  A missing file is an error unless
  * `missing_ok`.
  */
-int conf_load_file(struct nfsd_config *cfg, const char *path, int missing_ok, FILE *err);
+int conf_load_file(struct nfsd_conf *cfg, const char *path, int missing_ok, FILE *err);
 
 /* Apply one "section.key=value" override; -1 after printing
  * "-o section.key=value: message" to `err`. */
-int conf_apply_override(struct nfsd_config *cfg, const char *assignment, FILE *err);
+int conf_apply_override(struct nfsd_conf *cfg, const char *assignment, FILE *err);
 
 /* Cross-key checks and derived values (listen address, allow list, threshold
  * order 0 <= stop < cull < run < 100).  Returns 0 or -1 after printing. */
-int conf_finish(struct nfsd_config *cfg, FILE *err);
+int conf_finish(struct nfsd_conf *cfg, FILE *err);
 
 /*
  * SIGHUP: take the keys that can change at run time from `fresh` (a loaded
@@ -74,12 +74,12 @@ int conf_finish(struct nfsd_config *cfg, FILE *err);
  * address, record size, rpcbind, upstream URL, cache dir and page size,
  * control socket).  `fresh` must still be freed; it keeps the old values.
  */
-void conf_reload(struct nfsd_config *running, struct nfsd_config *fresh, FILE *notes);
+void conf_reload(struct nfsd_conf *running, struct nfsd_conf *fresh, FILE *notes);
 
 /* Print the effective configuration in the file's own syntax (`-t`). */
-void conf_print(const struct nfsd_config *cfg, FILE *out);
+void conf_print(const struct nfsd_conf *cfg, FILE *out);
 
-void conf_free(struct nfsd_config *cfg);
+void conf_free(struct nfsd_conf *cfg);
 
 /* Parse a size with an optional k/M/G suffix (powers of 1024) into bytes.
  * Returns 0 or -EINVAL / -ERANGE. */

@@ -131,7 +131,7 @@ static void usage(FILE *out)
 }
 
 /* The defaults, then the file, then each -o: 0, or -1 after printing to `err`. */
-static int main_conf_load(struct nfsd_config *cfg, const struct main_args *args, FILE *err)
+static int main_conf_load(struct nfsd_conf *cfg, const struct main_args *args, FILE *err)
 {
 	conf_defaults(cfg);
 	if (conf_load_file(cfg, args->conf_path, !args->conf_path_given, err) != 0)
@@ -260,7 +260,7 @@ static void log_each_line(enum log_level level, const char *prefix, char *text)
  * configuration when they do not load. */
 static void sig_hup_cb(struct ev_loop *loop, ev_signal *w, int revents)
 {
-	struct nfsd_config fresh;
+	struct nfsd_conf fresh;
 	char *errors = NULL, *notes = NULL;
 	size_t errors_len = 0, notes_len = 0;
 	FILE *err = xopen_memstream(&errors, &errors_len);

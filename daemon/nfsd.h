@@ -16,7 +16,7 @@ struct listener;
 
 struct nfsd {
 	struct ev_loop *loop;
-	struct nfsd_config cfg;
+	struct nfsd_conf cfg;
 	struct upstream *upstream;
 	struct drc *drc;
 	struct listener *listener;

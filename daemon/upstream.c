@@ -36,7 +36,7 @@ struct up_req {
 
 struct upstream {
 	struct ev_loop *loop;
-	const struct nfsd_config *cfg;
+	const struct nfsd_conf *cfg;
 	char *server;                  /* from upstream.url */
 	char *export;
 	uint32_t wtmax;                /* the upstream's FSINFO wtmax, bytes (0 = not known yet) */
@@ -72,7 +72,7 @@ static int url_param(const char *url, const char *name)
 	return 0;
 }
 
-struct upstream *upstream_new(struct ev_loop *loop, const struct nfsd_config *cfg, FILE *err)
+struct upstream *upstream_new(struct ev_loop *loop, const struct nfsd_conf *cfg, FILE *err)
 {
 	struct nfs_context *nfs = nfs_init_context();
 	struct nfs_url *url;

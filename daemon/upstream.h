@@ -44,7 +44,7 @@ struct upstream;
 
 /* Parse cfg->upstream_url.  Returns NULL after printing "upstream.url: why"
  * to `err` when the URL is unusable.  Nothing is connected yet. */
-struct upstream *upstream_new(struct ev_loop *loop, const struct nfsd_config *cfg, FILE *err);
+struct upstream *upstream_new(struct ev_loop *loop, const struct nfsd_conf *cfg, FILE *err);
 
 /* Start connecting (and keep reconnecting) in the background. */
 void upstream_start(struct upstream *up);

@@ -162,7 +162,7 @@ static void new_write_verifier(void)
 	memcpy(nfsd.write_verf, v, sizeof(v));
 }
 
-static const struct nfsd_config *cfg(void)
+static const struct nfsd_conf *cfg(void)
 {
 	return &nfsd.cfg;
 }

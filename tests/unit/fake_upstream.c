@@ -44,7 +44,7 @@ static struct {
 /* ---- the daemon ------------------------------------------------------ */
 
 void fake_daemon_start(struct ev_loop *loop, uint32_t max_payload,
-		       void (*tune)(struct nfsd_config *cfg))
+		       void (*tune)(struct nfsd_conf *cfg))
 {
 	memset(&nfsd, 0, sizeof(nfsd));
 	memset(&fake, 0, sizeof(fake));

@@ -92,7 +92,7 @@ struct fake_reply {
  * Exits the program when the cache cannot be opened.
  */
 void fake_daemon_start(struct ev_loop *loop, uint32_t max_payload,
-		       void (*tune)(struct nfsd_config *cfg));
+		       void (*tune)(struct nfsd_conf *cfg));
 
 /* Stop write-back, close the cache, remove its directory, free the records
  * and the configuration. */

@@ -52,7 +52,7 @@ static void test_netaddr(void)
 
 /* Write `text` to a temporary file and load it over the defaults; returns
  * load's result and leaves its error output in *err (malloc'd). */
-static int load_text(struct nfsd_config *cfg, const char *text, char **err)
+static int load_text(struct nfsd_conf *cfg, const char *text, char **err)
 {
 	char path[64];
 	size_t len;
@@ -79,7 +79,7 @@ static int load_text(struct nfsd_config *cfg, const char *text, char **err)
 
 static void expect_error(const char *text, const char *want, const char *what)
 {
-	struct nfsd_config cfg;
+	struct nfsd_conf cfg;
 	char *err = NULL;
 	int rc = load_text(&cfg, text, &err);
 
@@ -90,7 +90,7 @@ static void expect_error(const char *text, const char *want, const char *what)
 
 int main(void)
 {
-	struct nfsd_config cfg;
+	struct nfsd_conf cfg;
 	uint64_t v = 0;
 	char *err = NULL;
 	size_t errlen;

@@ -45,20 +45,20 @@ static const struct rpc_cred reader = {
 	.gids = { 100 },
 };
 
-static void tune(struct nfsd_config *cfg)
+static void tune(struct nfsd_conf *cfg)
 {
 	cfg->cache.page_size = PAGE;
 	cfg->cache.readahead = READAHEAD;
 	cfg->cache.dirty_expire_ms = 60000;
 }
 
-static void tune_no_partial(struct nfsd_config *cfg)
+static void tune_no_partial(struct nfsd_conf *cfg)
 {
 	tune(cfg);
 	cfg->cache.partial_pages = 0;
 }
 
-static void start(void (*tuning)(struct nfsd_config *cfg))
+static void start(void (*tuning)(struct nfsd_conf *cfg))
 {
 	stats_reset();
 	memset(&stats, 0, sizeof(stats));   /* the gauges too: a new cache */

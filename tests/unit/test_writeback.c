@@ -47,19 +47,19 @@ static const char verf1[NFS3_WRITEVERFSIZE] = { 'u', 'p', '-', 'b', 'o', 'o', 't
 static const char verf2[NFS3_WRITEVERFSIZE] = { 'u', 'p', '-', 'b', 'o', 'o', 't', '2' };
 static const char verf3[NFS3_WRITEVERFSIZE] = { 'u', 'p', '-', 'b', 'o', 'o', 't', '3' };
 
-static void tune(struct nfsd_config *cfg)
+static void tune(struct nfsd_conf *cfg)
 {
 	cfg->cache.dirty_expire_ms = 60000;   /* only COMMIT, flush and pressure write back */
 }
 
-static void tune_no_room(struct nfsd_config *cfg)
+static void tune_no_room(struct nfsd_conf *cfg)
 {
 	tune(cfg);
 	cfg->cache.max_dirty = MAX_DIRTY;
 	cfg->upstream_timeout_ms = TIMEOUT_MS;
 }
 
-static void start(void (*tuning)(struct nfsd_config *cfg))
+static void start(void (*tuning)(struct nfsd_conf *cfg))
 {
 	stats_reset();
 	memset(&stats, 0, sizeof(stats));   /* the gauges too: a new cache */
