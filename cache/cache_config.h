@@ -21,7 +21,10 @@ struct cache_config {
 	uint64_t dirty_expire_ms;       /* age at which dirty data is written back */
 	uint64_t max_dirty;             /* bytes of dirty data before writers wait */
 	uint64_t readahead;             /* bytes read ahead on sequential access */
-	uint64_t acregmin, acregmax;    /* seconds attributes are trusted */
+	uint64_t acregmin, acregmax;    /* seconds attributes of non-directories are trusted */
+	uint64_t acdirmin, acdirmax;    /* seconds attributes of directories are trusted */
+	int metadata;                   /* bool: the namespace cache (cache/meta.h) is on */
+	uint64_t metadata_max;          /* entries the namespace cache holds at most */
 	uint64_t max_size;              /* bytes of cached data, 0 = no limit */
 	uint64_t brun, bcull, bstop;    /* percent of the file system's blocks free */
 	uint64_t frun, fcull, fstop;    /* percent of its files free */

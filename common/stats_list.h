@@ -39,13 +39,26 @@
 	X(cache_nospace, "cache.nospace", "ENOSPC/EDQUOT from backing file writes") \
 	X(backing_write_calls, "backing.write.calls", "pwrite calls on backing files") \
 	X(backing_write_bytes, "backing.write.bytes", "bytes written to backing files") \
-	X(backing_read_calls, "backing.read.calls", "pread calls on backing files")
+	X(backing_read_calls, "backing.read.calls", "pread calls on backing files") \
+	X(cache_attr_hits, "cache.attr.hits", "GETATTRs answered from the namespace cache") \
+	X(cache_attr_misses, "cache.attr.misses", "GETATTRs forwarded: attributes not cached or past their TTL") \
+	X(cache_lookup_hits, "cache.lookup.hits", "LOOKUPs answered from the namespace cache with a handle") \
+	X(cache_lookup_negative_hits, "cache.lookup.negative_hits", "LOOKUPs answered NFS3ERR_NOENT from the namespace cache") \
+	X(cache_lookup_misses, "cache.lookup.misses", "LOOKUPs forwarded") \
+	X(cache_readdir_hits, "cache.readdir.hits", "READDIR and READDIRPLUS calls answered from a cached listing") \
+	X(cache_readdir_misses, "cache.readdir.misses", "READDIR and READDIRPLUS calls forwarded") \
+	X(cache_access_hits, "cache.access.hits", "ACCESS calls answered from the caller's own cached result") \
+	X(cache_access_misses, "cache.access.misses", "ACCESS calls forwarded") \
+	X(cache_readlink_hits, "cache.readlink.hits", "READLINKs answered from the namespace cache") \
+	X(cache_metadata_evictions, "cache.metadata.evictions", "namespace cache entries evicted under cache.metadata_max") \
+	X(cache_metadata_invalidations, "cache.metadata.invalidations", "directories whose names and listing were dropped, or objects whose ACCESS results were, for a change not made through nfscached")
 
 #define STATS_GAUGES(X) \
 	X(conn_open, "conn.open", "client connections open now") \
 	X(calls_in_flight, "calls.in_flight", "client calls being processed now") \
 	X(cache_objects, "cache.objects", "cache objects held") \
 	X(cache_bytes, "cache.bytes", "valid bytes held in backing files") \
-	X(cache_dirty_bytes, "cache.dirty.bytes", "bytes written locally and not yet committed upstream")
+	X(cache_dirty_bytes, "cache.dirty.bytes", "bytes written locally and not yet committed upstream") \
+	X(cache_metadata_entries, "cache.metadata.entries", "namespace cache entries held: attributes of a handle, or a name in a directory")
 
 #endif

@@ -61,6 +61,10 @@ static const struct conf_key conf_keys[] = {
 	{ "cache", "readahead", T_SIZE, OFF(cache.readahead), 0, 1 * GiB, "1M", NULL, 0 },
 	{ "cache", "acregmin", T_UINT, OFF(cache.acregmin), 0, 3600, "3", NULL, 0 },
 	{ "cache", "acregmax", T_UINT, OFF(cache.acregmax), 0, 3600, "60", NULL, 0 },
+	{ "cache", "acdirmin", T_UINT, OFF(cache.acdirmin), 0, 3600, "30", NULL, 0 },
+	{ "cache", "acdirmax", T_UINT, OFF(cache.acdirmax), 0, 3600, "60", NULL, 0 },
+	{ "cache", "metadata", T_BOOL, OFF(cache.metadata), 0, 1, "yes", NULL, 0 },
+	{ "cache", "metadata_max", T_UINT, OFF(cache.metadata_max), 0, 100000000, "1000000", NULL, 0 },
 	{ "cache", "max_size", T_SIZE, OFF(cache.max_size), 0, UINT64_MAX, "0", NULL, 0 },
 	{ "cache", "brun", T_PERCENT, OFF(cache.brun), 0, 99, "10%", NULL, 0 },
 	{ "cache", "bcull", T_PERCENT, OFF(cache.bcull), 0, 99, "7%", NULL, 0 },
@@ -667,6 +671,8 @@ int conf_finish(struct nfsd_conf *cfg, FILE *err)
 	}
 	if (cfg->cache.acregmin > cfg->cache.acregmax)
 		cfg->cache.acregmin = cfg->cache.acregmax;   /* as the kernel client clamps it */
+	if (cfg->cache.acdirmin > cfg->cache.acdirmax)
+		cfg->cache.acdirmin = cfg->cache.acdirmax;
 	if (check_order(cfg, "b", cfg->cache.bstop, cfg->cache.bcull, cfg->cache.brun, err))
 		rc = -1;
 	if (check_order(cfg, "f", cfg->cache.fstop, cfg->cache.fcull, cfg->cache.frun, err))
