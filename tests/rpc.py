@@ -6,7 +6,10 @@ AUTH_SYS, AUTH_NONE or any raw flavor, raw byte sending, reply parsing, and
 XDR for the arguments and results of every NFSv3 and MOUNTv3 procedure
 (RFC 1813), with helpers for MOUNT MNT and EXPORT, NFS NULL, GETATTR, LOOKUP,
 READ, CREATE (UNCHECKED), REMOVE, WRITE, SETATTR and COMMIT, and pipelined
-workloads (several calls in flight on one connection).
+workloads (several calls in flight on one connection); directory listings
+paged through (READDIR, READDIRPLUS), many LOOKUPs and GETATTRs, and a
+client's walk of a tree for comparing what a cache answers with what the
+server does.
 
 Used as a library (import rpc) and from the shell tests through its command
 line, which prints `key: value` lines:
@@ -20,7 +23,8 @@ line, which prints `key: value` lines:
   exports                      MOUNT EXPORT: export_count, export.N lines
   probe                        connect, call NULL: src_port, and result
                                `reply <summary>`, `closed` or `silent`
-  getattr FH                   nfs_status, type, size, mode
+  getattr FH                   nfs_status, type, size, mode, nlink, uid, gid,
+                               fileid, atime, mtime, ctime (sec.nsec)
   lookup FH NAME               nfs_status, fh
   create FH NAME               CREATE UNCHECKED mode 0644: nfs_status, fh
   remove FH NAME               nfs_status
@@ -106,6 +110,55 @@ line, which prints `key: value` lines:
                                mean_ms, over_100ms (latencies of the calls),
                                slow (start time and latency of the first 20
                                calls of at least --slow-ms, 50)
+  access FH MASK               ACCESS (MASK a number): nfs_status, access
+                               (the bits granted), obj. attributes
+  readlink FH                  nfs_status, target
+  mkdir FH NAME [--mode M]     MKDIR (mode 755): nfs_status, fh, obj., dir.
+  symlink FH NAME TARGET       SYMLINK: nfs_status, fh, obj., dir.
+  mknod FH NAME TYPE [--mode M]
+                               MKNOD of a fifo, sock, chr or blk (device
+                               0,0; mode 644): nfs_status, fh, obj., dir.
+  rename FH NAME TODIRFH TONAME
+                               nfs_status, fromdir., todir. wcc data
+  link FH DIRFH NAME           nfs_status, obj., dir.
+  rmdir FH NAME                nfs_status, obj. wcc data
+  fsstat FH, fsinfo FH, pathconf FH
+                               every result field
+                               (these print every field as `proc` does)
+  readdir FH [--count N] [--cookie C --verf HEX] [--pages N]
+  readdirplus FH [--dircount N] [--maxcount N] [--cookie C --verf HEX]
+              [--pages N]      the listing from cookie C (0), page after
+                               page until eof, an error or N pages:
+                               nfs_status (of the last reply), pages,
+                               entries, distinct_names, max_reply (the
+                               largest reply body, the READDIR3res or
+                               READDIRPLUS3res, in bytes), eof, cookieverf,
+                               without_attrs, without_fh (READDIRPLUS
+                               entries), page.N (entries, bytes, last
+                               cookie, verifier), names_md5 (of the sorted
+                               names), then every name as `name:` lines;
+                               --names-out FILE, --entries-out FILE
+  statmany DIRFH [NAME...] [--names-file F] [--depth D] [--out FILE]
+                               LOOKUP of each name, then GETATTR of each
+                               handle found, D (32) in flight: names,
+                               found, noent, lookup_errors, getattr_errors,
+                               md5 (of the lines --out gets: name, status,
+                               fh, GETATTR status, type size fileid mtime)
+  walk FH [--dircount N --maxcount N] [--read-size B] [--dir-mask M]
+          [--file-mask M]      a client's walk of the tree under directory
+                               FH on a fresh connection: ACCESS and
+                               READDIRPLUS (every page) of each directory;
+                               per entry LOOKUP; per regular file ACCESS
+                               (READ), GETATTR, READs of all of it; per
+                               symlink READLINK; subdirectories (ACCESS,
+                               READDIRPLUS) after the files.  Prints files,
+                               dirs, symlinks, others, bytes, md5 (paths,
+                               type, mode, size, mtime, fileid, content md5
+                               or target), fh_md5 (paths and handles),
+                               pages, max_reply, entries, attr_mismatches,
+                               fh_mismatches, without_attrs, without_fh,
+                               errors, first_error, calls, calls.PROC, ms:
+                               two walks of one tree compare by md5
   proc NAME [ARG...]           any NFSv3 or MOUNTv3 procedure by name, with
                                the arguments `procs` lists (FH hex, MODE
                                octal, MASK a number, STABLE unstable,
@@ -146,7 +199,8 @@ line, which prints `key: value` lines:
   source address.  --auth none sends AUTH_NONE credentials.
 
   For null/getattr/lookup/create/remove/write/pwrite/read/truncate/
-  setattr/commit/proc:
+  setattr/commit/access/readlink/mkdir/symlink/mknod/rename/link/rmdir/
+  fsstat/fsinfo/pathconf/proc:
   --xid X fixes the XID,
   --repeat N sends the identical record N times on the same connection
   (keys of the Nth reply get a ".N" suffix from the second on), --save FILE
@@ -631,13 +685,41 @@ def skip_wcc_data(u):
     skip_post_op_attr(u)
 
 
+def unpack_fattr3(u):
+    """A fattr3 as a dict: type, mode, nlink, uid, gid, size, used, rdev
+    (major, minor), fsid, fileid, atime, mtime, ctime ((seconds,
+    nanoseconds) pairs)."""
+    a = {}
+    for k in ("type", "mode", "nlink", "uid", "gid"):
+        a[k] = u.u32()
+    a["size"], a["used"] = u.u64(), u.u64()
+    a["rdev"] = (u.u32(), u.u32())
+    a["fsid"], a["fileid"] = u.u64(), u.u64()
+    for k in ("atime", "mtime", "ctime"):
+        a[k] = (u.u32(), u.u32())
+    return a
+
+
+def unpack_post_op_attr(u):
+    """A post_op_attr: its fattr3 dict, or None."""
+    return unpack_fattr3(u) if u.u32() else None
+
+
+def nfstime(t):
+    """An nfstime3 pair as seconds.nanoseconds."""
+    return "%d.%09d" % t
+
+
 def decode_getattr(body):
+    """GETATTR3res: status, type (a number), mode (octal), size, nlink, uid,
+    gid, fileid and atime, mtime, ctime (seconds.nanoseconds)."""
     u = Unpacker(body)
     out = {"nfs_status": NFS3_STATUS.get(u.u32(), "?")}
     if out["nfs_status"] == "NFS3_OK":
-        ftype, mode = u.u32(), u.u32()
-        u.u32(), u.u32(), u.u32()           # nlink uid gid
-        out.update(type=ftype, mode="%o" % mode, size=u.u64())
+        a = unpack_fattr3(u)
+        out.update(type=a["type"], mode="%o" % a["mode"], size=a["size"], nlink=a["nlink"],
+                   uid=a["uid"], gid=a["gid"], fileid=a["fileid"], atime=nfstime(a["atime"]),
+                   mtime=nfstime(a["mtime"]), ctime=nfstime(a["ctime"]))
     return out
 
 
@@ -2026,6 +2108,396 @@ def cmd_getattrloop(args, out):
     return 0
 
 
+# ---- the namespace: listings, many LOOKUPs, tree walks -----------------------
+
+ACCESS3_READ, ACCESS3_LOOKUP, ACCESS3_MODIFY = 0x1, 0x2, 0x4
+ACCESS3_EXTEND, ACCESS3_DELETE, ACCESS3_EXECUTE = 0x8, 0x10, 0x20
+
+
+class Listing:
+    """What paging through a directory with READDIR or READDIRPLUS gave:
+    status (of the last reply: NFS3_OK when the listing ended at eof or at
+    --pages), pages (NFS3_OK replies), entries (dicts: fileid, name (bytes),
+    cookie and, for READDIRPLUS, attrs and fh, each possibly None), eof,
+    verf (the cookie verifier of the last page), max_reply (the largest
+    reply body, the READDIR3res or READDIRPLUS3res, in bytes), page_info
+    ((entries, body bytes, last cookie, verifier) per page), dir_attrs (of
+    the last reply), error (a malformed listing, or None)."""
+
+    def __init__(self):
+        self.status, self.pages, self.entries, self.eof = None, 0, [], False
+        self.verf, self.max_reply, self.page_info = None, 0, []
+        self.dir_attrs, self.error = None, None
+
+
+def parse_readdir(body, plus):
+    """READDIR3res or READDIRPLUS3res: (status name, dir attrs, verifier,
+    entries, eof); the last three None unless NFS3_OK.  Bytes after the
+    result raise RpcError."""
+    u = Unpacker(body)
+    v = u.u32()
+    st = NFS3_STATUS.get(v, str(v))
+    dattrs = unpack_post_op_attr(u)
+    if v != 0:
+        return st, dattrs, None, None, None
+    verf = u.fixed(8)
+    entries = []
+    while u.u32():
+        e = {"fileid": u.u64(), "name": u.opaque(255), "cookie": u.u64(),
+             "attrs": None, "fh": None}
+        if plus:
+            e["attrs"] = unpack_post_op_attr(u)
+            if u.u32():
+                e["fh"] = u.opaque(64)
+        entries.append(e)
+    eof = bool(u.u32())
+    if u.remaining():
+        raise RpcError("%d bytes after the READDIR%s result" % (u.remaining(), "PLUS" if plus else ""))
+    return st, dattrs, verf, entries, eof
+
+
+def list_dir(c, fh, plus, cookie=0, verf=b"\0" * 8, count=4096, dircount=8192,
+             maxcount=32768, max_pages=None, calls=None):
+    """Page through directory `fh` from `cookie` (with `verf`) with READDIR
+    (`count`) or READDIRPLUS (`dircount`, `maxcount`) until eof, an error
+    status, or `max_pages` pages: a Listing.  `calls` (a dict) counts the
+    calls by procedure name."""
+    L = Listing()
+    proc = NFSPROC3_READDIRPLUS if plus else NFSPROC3_READDIR
+    while True:
+        a = (readdirplus_args(fh, cookie, verf, dircount, maxcount) if plus
+             else readdir_args(fh, cookie, verf, count))
+        rep, st = c.nfs(proc, a)
+        if calls is not None:
+            name = PROC_NAMES[proc]
+            calls[name] = calls.get(name, 0) + 1
+        if not rep.ok():
+            raise RpcError("READDIR%s: %s" % ("PLUS" if plus else "", rep.summary()))
+        L.max_reply = max(L.max_reply, len(rep.body))
+        st, L.dir_attrs, pverf, entries, eof = parse_readdir(rep.body, plus)
+        L.status = st
+        if st != "NFS3_OK":
+            break
+        L.pages += 1
+        L.entries.extend(entries)
+        L.verf = pverf
+        L.page_info.append((len(entries), len(rep.body),
+                            entries[-1]["cookie"] if entries else None, pverf))
+        if eof:
+            L.eof = True
+            break
+        if not entries:
+            L.error = "page %d: no entry and no eof" % L.pages
+            break
+        cookie, verf = entries[-1]["cookie"], pverf
+        if max_pages is not None and L.pages >= max_pages:
+            break
+    return L
+
+
+def cmd_listing(args):
+    """readdir / readdirplus FH: the whole listing (from --cookie), paged."""
+    plus = args.cmd == "readdirplus"
+    c = client(args, args.port)
+    verf = bytes.fromhex(args.verf) if args.verf else b"\0" * 8
+    if len(verf) != 8:
+        print("--verf: 8 bytes in hex", file=sys.stderr)
+        return 2
+    L = list_dir(c, bytes.fromhex(args.fh), plus, args.cookie, verf, count=args.count,
+                 dircount=args.dircount, maxcount=args.maxcount, max_pages=args.pages)
+    c.close()
+    names = [e["name"] for e in L.entries]
+    print("nfs_status: %s" % L.status)
+    print("pages: %d" % L.pages)
+    print("entries: %d" % len(names))
+    print("distinct_names: %d" % len(set(names)))
+    print("max_reply: %d" % L.max_reply)
+    print("eof: %s" % ("true" if L.eof else "false"))
+    if L.error:
+        print("listing_error: %s" % L.error)
+    print("cookieverf: %s" % (L.verf.hex() if L.verf is not None else "none"))
+    if L.dir_attrs:
+        print("dir.mtime: %s" % nfstime(L.dir_attrs["mtime"]))
+    if plus:
+        print("without_attrs: %d" % sum(1 for e in L.entries if e["attrs"] is None))
+        print("without_fh: %d" % sum(1 for e in L.entries if e["fh"] is None))
+    for i, (n, nbytes, last, pverf) in enumerate(L.page_info, 1):
+        print("page.%d: entries=%d bytes=%d last_cookie=%s verf=%s"
+              % (i, n, nbytes, last if last is not None else "none", pverf.hex()))
+    srt = sorted(names)
+    print("names_md5: %s" % hashlib.md5(b"\n".join(srt)).hexdigest())
+    if args.names_out:
+        with open(args.names_out, "wb") as f:
+            for n in names:
+                f.write(n + b"\n")
+    if args.entries_out:
+        with open(args.entries_out, "w") as f:
+            for e in L.entries:
+                a = e["attrs"]
+                f.write("%s %d %d %s %s\n" % (
+                    printable(e["name"]), e["fileid"], e["cookie"],
+                    e["fh"].hex() if e["fh"] is not None else "-",
+                    "%d,%o,%d,%s,%d" % (a["type"], a["mode"], a["size"], nfstime(a["mtime"]),
+                                        a["fileid"]) if a else "-"))
+    for n in names:
+        print("name: %s" % printable(n))
+    return 0
+
+
+@partial_report
+def cmd_statmany(args, out):
+    """LOOKUP of names in DIRFH, then GETATTR of each handle found, --depth
+    calls in flight: one line per name (name, status, handle, type, size,
+    fileid, mtime) in --out, and counts."""
+    dirfh = bytes.fromhex(args.fh)
+    names = list(args.names)
+    if args.names_file:
+        with open(args.names_file) as f:
+            names += [ln.rstrip("\n") for ln in f if ln.rstrip("\n")]
+    c = client(args, args.port)
+    res = {n: {"lookup": None, "fh": None, "getattr": None, "attrs": None} for n in names}
+
+    def on_lookup(name, rep):
+        out["_answered"] += 1
+        u = Unpacker(rep.body)
+        v = u.u32()
+        res[name]["lookup"] = NFS3_STATUS.get(v, str(v))
+        if v == 0:
+            res[name]["fh"] = u.opaque(64)
+
+    def on_getattr(name, rep):
+        out["_answered"] += 1
+        u = Unpacker(rep.body)
+        v = u.u32()
+        res[name]["getattr"] = NFS3_STATUS.get(v, str(v))
+        if v == 0:
+            res[name]["attrs"] = unpack_fattr3(u)
+
+    phase(out, "lookups")
+    t0 = time.monotonic()
+    p = Pipeline(c, args.depth, on_lookup)
+    for n in names:
+        p.send(NFSPROC3_LOOKUP, lookup_args(dirfh, n), n)
+    p.drain()
+    phase(out, "getattrs")
+    p = Pipeline(c, args.depth, on_getattr)
+    for n in names:
+        if res[n]["fh"] is not None:
+            p.send(NFSPROC3_GETATTR, getattr_args(res[n]["fh"]), n)
+    p.drain()
+    out["ms"] = "%.0f" % ((time.monotonic() - t0) * 1000)
+    c.close()
+    lines = []
+    for n in names:
+        r, a = res[n], res[n]["attrs"]
+        lines.append("%s %s %s %s %s" % (
+            n, r["lookup"], r["fh"].hex() if r["fh"] is not None else "-", r["getattr"] or "-",
+            "%d %d %d %s" % (a["type"], a["size"], a["fileid"], nfstime(a["mtime"])) if a else "-"))
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write("\n".join(lines) + "\n")
+    out["names"] = len(names)
+    out["found"] = sum(1 for n in names if res[n]["lookup"] == "NFS3_OK")
+    out["noent"] = sum(1 for n in names if res[n]["lookup"] == "NFS3ERR_NOENT")
+    out["lookup_errors"] = sum(1 for n in names if res[n]["lookup"] not in ("NFS3_OK", "NFS3ERR_NOENT"))
+    out["getattr_errors"] = sum(1 for n in names if res[n]["fh"] is not None and
+                                res[n]["getattr"] != "NFS3_OK")
+    out["md5"] = hashlib.md5("\n".join(lines).encode()).hexdigest()
+    print_out(out)
+    return 0
+
+
+def _sel_attrs(a):
+    """The attributes two walks compare: type, mode, size, mtime, fileid."""
+    if a is None:
+        return None
+    return (a["type"], a["mode"], a["size"], a["mtime"], a["fileid"])
+
+
+@partial_report
+def cmd_walk(args, out):
+    """A client's walk of the tree under the directory FH on one fresh
+    connection: ACCESS and READDIRPLUS (every page) of each directory, then
+    for each entry in name order a LOOKUP; a regular file gets ACCESS
+    (--file-mask), GETATTR and READs of the whole file; a symbolic link
+    READLINK; a directory ACCESS (--dir-mask) and, after the files, its own
+    walk.  Prints files, dirs, symlinks, others, bytes, md5 (of every path
+    with its type, mode, size, mtime, fileid and its content's md5 or link
+    target, in path order), fh_md5 (of every path with its handle), pages,
+    max_reply (the largest READDIRPLUS3res, bytes), entries, calls.PROC
+    (calls made), attr_mismatches (an entry's READDIRPLUS, LOOKUP and
+    GETATTR attributes disagree on the compared ones), fh_mismatches (the
+    READDIRPLUS handle is not the LOOKUP's), without_attrs, without_fh
+    (READDIRPLUS entries), errors and first_error, ms."""
+    root = bytes.fromhex(args.fh)
+    c = client(args, args.port)
+    calls = {}
+    recs = {}       # path -> summary line
+    fhs = {}        # path -> handle
+    cnt = {"files": 0, "dirs": 0, "symlinks": 0, "others": 0, "bytes": 0, "pages": 0,
+           "entries": 0, "max_reply": 0, "attr_mismatches": 0, "fh_mismatches": 0,
+           "without_attrs": 0, "without_fh": 0, "errors": 0}
+    first = []
+
+    def error(msg):
+        cnt["errors"] += 1
+        if not first:
+            first.append(msg)
+
+    def call(proc, a):
+        name = PROC_NAMES[proc]
+        calls[name] = calls.get(name, 0) + 1
+        out["_answered"] += 1
+        rep, st = c.nfs(proc, a)
+        if not rep.ok():
+            raise RpcError("%s: %s" % (name, rep.summary()))
+        return rep, st
+
+    def access(fh, mask, path):
+        rep, st = call(NFSPROC3_ACCESS, access_args(fh, mask))
+        u = Unpacker(rep.body)
+        u.u32()
+        unpack_post_op_attr(u)
+        if st != "NFS3_OK":
+            error("ACCESS %s: %s" % (path or "/", st))
+            return 0
+        granted = u.u32()
+        if granted & ~mask:
+            error("ACCESS %s: granted %#x of %#x asked" % (path or "/", granted, mask))
+        return granted
+
+    def read_all(fh, path, size):
+        h, off, n = hashlib.md5(), 0, 0
+        while True:
+            rep, st = call(NFSPROC3_READ, read_args(fh, off, args.read_size))
+            st, data, eof = read3res(rep.body)
+            if st != "NFS3_OK":
+                error("READ %s at %d: %s" % (path, off, st))
+                return None, n
+            h.update(data)
+            off += len(data)
+            n += len(data)
+            if eof:
+                break
+            if not data:
+                error("READ %s at %d: no data and no eof" % (path, off))
+                return None, n
+        if n != size:
+            error("READ %s: %d bytes, GETATTR says %d" % (path, n, size))
+        return h.hexdigest(), n
+
+    def record(path, a, content, fh):
+        recs[path] = "%s\0%s\0%s\0%s" % (path, _sel_attrs(a), content, "")
+        fhs[path] = fh
+
+    def walk_dir(fh, path):
+        L = list_dir(c, fh, True, dircount=args.dircount, maxcount=args.maxcount, calls=calls)
+        cnt["pages"] += L.pages
+        cnt["max_reply"] = max(cnt["max_reply"], L.max_reply)
+        if L.status != "NFS3_OK" or L.error or not L.eof:
+            error("READDIRPLUS %s: %s%s" % (path or "/", L.status, " " + L.error if L.error else ""))
+            return
+        seen = set()
+        subdirs = []
+        for e in sorted(L.entries, key=lambda e: e["name"]):
+            name = e["name"]
+            if name in (b".", b".."):
+                continue
+            p = path + "/" + printable(name)
+            if name in seen:
+                error("READDIRPLUS %s: %s twice" % (path or "/", p))
+                continue
+            seen.add(name)
+            cnt["entries"] += 1
+            cnt["without_attrs"] += e["attrs"] is None
+            cnt["without_fh"] += e["fh"] is None
+            rep, st = call(NFSPROC3_LOOKUP, lookup_args(fh, name))
+            if st != "NFS3_OK":
+                error("LOOKUP %s: %s" % (p, st))
+                continue
+            u = Unpacker(rep.body)
+            u.u32()
+            cfh = u.opaque(64)
+            la = unpack_post_op_attr(u)
+            if e["fh"] is not None and e["fh"] != cfh:
+                cnt["fh_mismatches"] += 1
+            known = [x for x in (e["attrs"], la) if x is not None]
+            if e["attrs"] is not None and e["attrs"]["fileid"] != e["fileid"]:
+                cnt["attr_mismatches"] += 1
+            a = la or e["attrs"]
+            if a is None:
+                rep, st = call(NFSPROC3_GETATTR, getattr_args(cfh))
+                if st != "NFS3_OK":
+                    error("GETATTR %s: %s" % (p, st))
+                    continue
+                u = Unpacker(rep.body)
+                u.u32()
+                a = unpack_fattr3(u)
+            if a["type"] == NF3REG:
+                cnt["files"] += 1
+                access(cfh, args.file_mask, p)
+                rep, st = call(NFSPROC3_GETATTR, getattr_args(cfh))
+                if st != "NFS3_OK":
+                    error("GETATTR %s: %s" % (p, st))
+                    continue
+                u = Unpacker(rep.body)
+                u.u32()
+                a = unpack_fattr3(u)
+                known.append(a)
+                digest, n = read_all(cfh, p, a["size"])
+                cnt["bytes"] += n
+                record(p, a, digest, cfh)
+            elif a["type"] == NF3DIR:
+                cnt["dirs"] += 1
+                record(p, a, "", cfh)
+                subdirs.append((cfh, p))
+            elif a["type"] == NF3LNK:
+                cnt["symlinks"] += 1
+                rep, st = call(NFSPROC3_READLINK, readlink_args(cfh))
+                target = None
+                if st == "NFS3_OK":
+                    u = Unpacker(rep.body)
+                    u.u32()
+                    unpack_post_op_attr(u)
+                    target = printable(u.opaque(4096))
+                else:
+                    error("READLINK %s: %s" % (p, st))
+                record(p, a, target, cfh)
+            else:
+                cnt["others"] += 1
+                record(p, a, "", cfh)
+            if len({_sel_attrs(x) for x in known}) > 1:
+                cnt["attr_mismatches"] += 1
+        for sfh, sp in subdirs:
+            access(sfh, args.dir_mask, sp)
+            walk_dir(sfh, sp)
+
+    t0 = time.monotonic()
+    phase(out, "walk")
+    access(root, args.dir_mask, "")
+    walk_dir(root, "")
+    c.close()
+    h, hf = hashlib.md5(), hashlib.md5()
+    for path in sorted(recs):
+        h.update(recs[path].encode() + b"\n")
+        hf.update(path.encode() + b"\0" + fhs[path] + b"\n")
+    for k in ("files", "dirs", "symlinks", "others", "bytes"):
+        out[k] = cnt[k]
+    out["md5"] = h.hexdigest()
+    out["fh_md5"] = hf.hexdigest()
+    for k in ("pages", "max_reply", "entries", "attr_mismatches", "fh_mismatches",
+              "without_attrs", "without_fh", "errors"):
+        out[k] = cnt[k]
+    if first:
+        out["first_error"] = first[0]
+    out["calls"] = sum(calls.values())
+    for k in sorted(calls):
+        out["calls." + k] = calls[k]
+    out["ms"] = "%.0f" % ((time.monotonic() - t0) * 1000)
+    print_out(out)
+    return 0
+
+
 # ---- command line -----------------------------------------------------------
 
 def print_reply(rep, fields, suffix=""):
@@ -2069,12 +2541,36 @@ def cmd_call(args):
         a = setattr_args(fh, mode=args.mode, size=args.size)
     elif args.cmd == "commit":
         proc, a, dec = NFSPROC3_COMMIT, commit_args(fh, args.offset, args.count), decode_commit
+    elif args.cmd in NS_CMDS:
+        proc, build, res = NS_CMDS[args.cmd]
+        a = build(fh, args)
+        dec = lambda body: decode_result(res, body)
     c = client(args, args.port)
     xid, rec = c.build(NFS_PROGRAM, NFS_V3, proc, a, xid=args.xid)
     if args.save:
         with open(args.save, "wb") as f:
             f.write(rec)
     return send_and_print(c, rec, xid, args.repeat, dec)
+
+
+# command -> (procedure, arguments from (FH, parsed command line), result
+# decoder): every result field printed, as `proc` does
+NS_CMDS = {
+    "access": (NFSPROC3_ACCESS, lambda fh, a: access_args(fh, _number(a.mask)), _res_access),
+    "readlink": (NFSPROC3_READLINK, lambda fh, a: readlink_args(fh), _res_readlink),
+    "mkdir": (NFSPROC3_MKDIR, lambda fh, a: mkdir_args(fh, a.name, a.mode), _res_create),
+    "symlink": (NFSPROC3_SYMLINK, lambda fh, a: symlink_args(fh, a.name, a.target), _res_create),
+    "mknod": (NFSPROC3_MKNOD, lambda fh, a: mknod_args(fh, a.name, _ftype(a.type), a.mode),
+              _res_create),
+    "rename": (NFSPROC3_RENAME,
+               lambda fh, a: rename_args(fh, a.name, bytes.fromhex(a.todir), a.toname),
+               _res_rename),
+    "link": (NFSPROC3_LINK, lambda fh, a: link_args(fh, bytes.fromhex(a.dir), a.name), _res_link),
+    "rmdir": (NFSPROC3_RMDIR, lambda fh, a: rmdir_args(fh, a.name), _res_wcc),
+    "fsstat": (NFSPROC3_FSSTAT, lambda fh, a: fh3(fh), _res_fsstat),
+    "fsinfo": (NFSPROC3_FSINFO, lambda fh, a: fh3(fh), _res_fsinfo),
+    "pathconf": (NFSPROC3_PATHCONF, lambda fh, a: fh3(fh), _res_pathconf),
+}
 
 
 def send_and_print(c, rec, xid, repeat, dec):
@@ -2193,6 +2689,52 @@ def parse_args(argv):
     p = callcmd("commit", "fh")
     p.add_argument("offset", type=int, nargs="?", default=0)
     p.add_argument("count", type=int, nargs="?", default=0)
+    callcmd("access", "fh", "mask")
+    callcmd("readlink", "fh")
+    p = callcmd("mkdir", "fh", "name")
+    p.add_argument("--mode", type=_octal, default=0o755, help="mode (octal, default 755)")
+    callcmd("symlink", "fh", "name", "target")
+    p = callcmd("mknod", "fh", "name", "type")
+    p.add_argument("--mode", type=_octal, default=0o644, help="mode (octal, default 644)")
+    callcmd("rename", "fh", "name", "todir", "toname")
+    p = callcmd("link", "fh", "dir", "name")
+    callcmd("rmdir", "fh", "name")
+    callcmd("fsstat", "fh")
+    callcmd("fsinfo", "fh")
+    callcmd("pathconf", "fh")
+    for name in ("readdir", "readdirplus"):
+        p = sub.add_parser(name)
+        p.add_argument("fh")
+        p.add_argument("--cookie", type=int, default=0, help="start from this cookie")
+        p.add_argument("--verf", help="cookie verifier (16 hex digits) with --cookie")
+        p.add_argument("--pages", type=int, help="stop after this many pages")
+        p.add_argument("--names-out", help="write the names to this file, one a line")
+        p.add_argument("--entries-out", help="write the entries to this file, one a line")
+        if name == "readdir":
+            p.add_argument("--count", type=int, default=4096)
+            p.set_defaults(dircount=None, maxcount=None)
+        else:
+            p.add_argument("--dircount", type=int, default=8192)
+            p.add_argument("--maxcount", type=int, default=32768)
+            p.set_defaults(count=None)
+        p.set_defaults(func=cmd_listing)
+    p = sub.add_parser("statmany")
+    p.add_argument("fh", help="directory fh (hex)")
+    p.add_argument("names", nargs="*")
+    p.add_argument("--names-file", help="more names, one a line")
+    p.add_argument("--depth", type=int, default=32, help="calls in flight")
+    p.add_argument("--out", help="one line per name: name, LOOKUP status, fh, "
+                   "GETATTR status, type size fileid mtime")
+    p.set_defaults(func=cmd_statmany)
+    p = sub.add_parser("walk")
+    p.add_argument("fh", help="directory fh (hex) the walk starts from")
+    p.add_argument("--dircount", type=int, default=8192)
+    p.add_argument("--maxcount", type=int, default=32768)
+    p.add_argument("--read-size", type=int, default=65536, help="bytes per READ")
+    p.add_argument("--dir-mask", type=_number, default=0x1f, help="ACCESS mask of directories")
+    p.add_argument("--file-mask", type=_number, default=ACCESS3_READ,
+                   help="ACCESS mask of regular files")
+    p.set_defaults(func=cmd_walk)
     p = sub.add_parser("w1")
     p.add_argument("fh")
     p.add_argument("--size", type=int, help="bytes of the file the blocks are chosen in "
