@@ -1,0 +1,188 @@
+#!/bin/bash
+# 61-meta-negative: names through the namespace cache (cache.metadata = yes,
+# acdirmin = acdirmax = acregmin = acregmax = 3 s).
+#   negative    LOOKUP of a missing name twice: one upstream LOOKUP, the
+#               second answered NFS3ERR_NOENT from the cache
+#               (cache.lookup.negative_hits +1)
+#   ours        CREATE of that name through nfscached: the next LOOKUP finds
+#               it at once, with the handle CREATE gave, without asking the
+#               upstream; the same after MKDIR, SYMLINK (READLINK), MKNOD,
+#               LINK and RENAME; REMOVE, RMDIR and the old name of a RENAME
+#               answer NFS3ERR_NOENT at once
+#   elsewhere   a file created directly in the export (a second client) is
+#               not seen while the directory's TTL holds (NFS3ERR_NOENT from
+#               the cache right after the creation), and is seen within
+#               acdirmax + 1 s of it with its upstream handle; a file
+#               removed directly is gone within acdirmax + 1 s likewise
+TEST_TIMEOUT=${TEST_TIMEOUT:-120}
+. "$(dirname "$0")/../lib.sh"
+needs_daemon "the namespace cache of nfscached"
+needs_own_upstream
+
+TTL=3
+mkdir "$EXPORT_DIR/neg"
+setup -o cache.metadata=yes -o cache.acdirmin=$TTL -o cache.acdirmax=$TTL \
+    -o cache.acregmin=$TTL -o cache.acregmax=$TTL
+DIR=$(fh_of neg)
+[ -n "$DIR" ]
+ok $? "the directory's handle through nfscached" || done_testing
+nv() { val "$T_TMP/$1.out" "$2"; }
+
+# ---- negative -----------------------------------------------------------------------
+snap n0
+rpc lookup "$DIR" missing > "$T_TMP/l1.out"
+snap n1
+rpc lookup "$DIR" missing > "$T_TMP/l2.out"
+snap n2
+is "$(nv l1 nfs_status) $(nv l2 nfs_status)" "NFS3ERR_NOENT NFS3ERR_NOENT" \
+    "negative: LOOKUP of a missing name twice: NFS3ERR_NOENT twice"
+is "$(d n0 n2 upstream.calls.LOOKUP)" 1 "negative: exactly one upstream LOOKUP"
+is "$(d n0 n1 cache.lookup.misses)" 1 "negative: the first LOOKUP a miss"
+is "$(d n1 n2 cache.lookup.negative_hits)" 1 "negative: the second one a negative hit (cache.lookup.negative_hits +1)"
+is "$(d n1 n2 cache.lookup.hits) $(d n1 n2 cache.lookup.misses)" "0 0" \
+    "negative: ... and neither a positive hit nor a miss"
+
+# ---- changes made through nfscached --------------------------------------------------
+# step TAG CALL...: a call through nfscached, its output in TAG.out, with
+# snapshots TAG.a before and TAG.b after
+step() { local t=$1; shift; snap "$t.a"; rpc "$@" > "$T_TMP/$t.out" 2>&1; snap "$t.b"; }
+# looked TAG NAME WANT_STATUS [WANT_FH]: a LOOKUP of NAME through nfscached
+# answers WANT_STATUS (and WANT_FH) from the cache: no upstream LOOKUP
+looked() {
+    step "$1" lookup "$DIR" "$2"
+    is "$(nv "$1" nfs_status) $(nv "$1" fh)" "$3 ${4:-}" "$1: LOOKUP $2 at once: $3${4:+ with the handle $5 gave}"
+    is "$(d "$1.a" "$1.b" upstream.calls.LOOKUP)" 0 "$1: ... from the cache (no upstream LOOKUP)"
+}
+
+step create create "$DIR" missing
+is "$(nv create nfs_status)" NFS3_OK "ours: CREATE of the missing name through nfscached"
+C=$(nv create fh)
+looked lookup-created missing NFS3_OK "$C" CREATE
+is "$(d lookup-created.a lookup-created.b cache.lookup.hits)" 1 "lookup-created: a hit (cache.lookup.hits +1)"
+up lookup "$DIR" missing > "$T_TMP/up.out"
+is "$(val "$T_TMP/up.out" fh)" "$C" "ours: the upstream has that handle for the name"
+step getattr-created getattr "$C"
+is "$(nv getattr-created nfs_status) $(nv getattr-created size) $(nv getattr-created mode)" "NFS3_OK 0 644" \
+    "ours: GETATTR of the created file: empty, mode 644"
+is "$(d getattr-created.a getattr-created.b upstream.calls.GETATTR)" 0 \
+    "ours: ... from CREATE's attributes (no upstream GETATTR)"
+
+step remove remove "$DIR" missing
+is "$(nv remove nfs_status)" NFS3_OK "ours: REMOVE of it through nfscached"
+looked lookup-removed missing NFS3ERR_NOENT
+
+step mkdir mkdir "$DIR" sub
+is "$(nv mkdir nfs_status)" NFS3_OK "ours: MKDIR through nfscached"
+looked lookup-mkdir sub NFS3_OK "$(nv mkdir fh)" MKDIR
+step rmdir rmdir "$DIR" sub
+is "$(nv rmdir nfs_status)" NFS3_OK "ours: RMDIR through nfscached"
+looked lookup-rmdir sub NFS3ERR_NOENT
+
+step symlink symlink "$DIR" sym "some/where/else"
+is "$(nv symlink nfs_status)" NFS3_OK "ours: SYMLINK through nfscached"
+looked lookup-symlink sym NFS3_OK "$(nv symlink fh)" SYMLINK
+rpc readlink "$(nv symlink fh)" > "$T_TMP/rl1.out"
+step readlink readlink "$(nv symlink fh)"
+is "$(nv rl1 nfs_status) $(nv rl1 target) $(nv readlink target)" "NFS3_OK some/where/else some/where/else" \
+    "ours: READLINK of it twice: the target"
+is "$(d readlink.a readlink.b upstream.calls.READLINK) $(d readlink.a readlink.b cache.readlink.hits)" "0 1" \
+    "ours: the second READLINK from the cache (cache.readlink.hits +1)"
+
+step mknod mknod "$DIR" fifo fifo
+is "$(nv mknod nfs_status) $(nv mknod obj.type)" "NFS3_OK NF3FIFO" "ours: MKNOD of a fifo through nfscached"
+looked lookup-mknod fifo NFS3_OK "$(nv mknod fh)" MKNOD
+
+step create2 create "$DIR" orig
+O=$(nv create2 fh)
+step link link "$O" "$DIR" hard
+is "$(nv create2 nfs_status) $(nv link nfs_status) $(nv link obj.nlink)" "NFS3_OK NFS3_OK 2" \
+    "ours: CREATE, then LINK through nfscached (nlink 2)"
+looked lookup-link hard NFS3_OK "$O" CREATE
+step getattr-linked getattr "$O"
+is "$(nv getattr-linked nfs_status) $(nv getattr-linked nlink)" "NFS3_OK 2" \
+    "ours: GETATTR after LINK: nlink 2, not the 1 CREATE gave"
+
+step rename rename "$DIR" orig "$DIR" moved
+is "$(nv rename nfs_status)" NFS3_OK "ours: RENAME orig -> moved through nfscached"
+looked lookup-renamed moved NFS3_OK "$O" CREATE
+looked lookup-renamed-old orig NFS3ERR_NOENT
+
+# ---- changes made elsewhere ---------------------------------------------------------
+# seen PORT DIRFH NAME PATH ACTION: LOOKUP NAME (its answer confirms the
+# directory's attributes: its TTL starts), then ACTION (create or remove)
+# PATH directly, LOOKUP at once, then every 0.1 s until the answer is not
+# the first one's (10 s at most): the times are from the ACTION; polls
+# counts the LOOKUPs after the one at once.
+seen() {
+    timeout -k 5 60 python3 - "$top_srcdir/tests" "$@" <<'PY'
+import os, sys, time
+sys.path.insert(0, sys.argv[1])
+import rpc
+port, dirfh, name, path, action = int(sys.argv[2]), bytes.fromhex(sys.argv[3]), *sys.argv[4:7]
+c = rpc.Conn("127.0.0.1", port, timeout=20)
+
+def lookup():
+    rep, st = c.nfs(rpc.NFSPROC3_LOOKUP, rpc.lookup_args(dirfh, name))
+    return rpc.decode_lookup(rep.body) if rep.ok() else {"nfs_status": rep.summary()}
+
+before = lookup()
+t_before = time.monotonic()
+if action == "create":
+    with open(path, "wb") as f:
+        f.write(b"made elsewhere\n")
+else:
+    os.unlink(path)
+t0 = time.monotonic()
+at_once = lookup()
+t_at_once = time.monotonic() - t0
+polls, last = 0, at_once
+while last["nfs_status"] == before["nfs_status"] and time.monotonic() - t0 < 10:
+    time.sleep(0.1)
+    last = lookup()
+    polls += 1
+print("before: %s" % before["nfs_status"])
+print("before_fh: %s" % before.get("fh", "-"))
+print("action_after_ms: %d" % ((t0 - t_before) * 1000))
+print("at_once: %s" % at_once["nfs_status"])
+print("at_once_fh: %s" % at_once.get("fh", "-"))
+print("at_once_ms: %d" % (t_at_once * 1000))
+print("changed: %s" % last["nfs_status"])
+print("changed_fh: %s" % last.get("fh", "-"))
+print("changed_ms: %d" % ((time.monotonic() - t0) * 1000))
+print("polls: %d" % polls)
+PY
+}
+
+snap e0
+seen "$PORT" "$DIR" late "$EXPORT_DIR/neg/late" create > "$T_TMP/late.out" 2>&1
+snap e1
+lv() { val "$T_TMP/late.out" "$1"; }
+is "$(lv before)" NFS3ERR_NOENT "elsewhere: LOOKUP of a name not there yet: NFS3ERR_NOENT" ||
+    diag "$(cat "$T_TMP/late.out")"
+is "$(lv at_once)" NFS3ERR_NOENT \
+    "elsewhere: right after its creation in the export ($(lv at_once_ms) ms), still NFS3ERR_NOENT while the TTL holds"
+is "$(lv changed)" NFS3_OK "elsewhere: then found (after $(lv changed_ms) ms, $(lv polls) polls)"
+num_ok "$(lv changed_ms)" -le $(((TTL + 1) * 1000)) \
+    "elsewhere: found within acdirmax + 1 s of the creation ($(lv changed_ms) ms)"
+num_ok "$(lv changed_ms)" -ge $(((TTL - 1) * 1000 - $(lv action_after_ms))) \
+    "elsewhere: not before the TTL could have run out ($(lv changed_ms) ms)"
+up lookup "$DIR" late > "$T_TMP/up.out"
+is "$(lv changed_fh)" "$(val "$T_TMP/up.out" fh)" "elsewhere: with the upstream's handle"
+is "$(d e0 e1 cache.lookup.negative_hits)" "$(lv polls)" \
+    "elsewhere: each NFS3ERR_NOENT after the creation a negative hit ($(lv polls) of them)"
+is "$(d e0 e1 upstream.calls.LOOKUP)" 2 "elsewhere: two upstream LOOKUPs: before the creation, and once the TTL ran out"
+
+sleep $((TTL + 1))      # the name's attributes and the directory's both past their TTL
+snap g0
+seen "$PORT" "$DIR" late "$EXPORT_DIR/neg/late" remove > "$T_TMP/gone.out" 2>&1
+snap g1
+gv() { val "$T_TMP/gone.out" "$1"; }
+is "$(gv before) $(gv before_fh)" "NFS3_OK $(lv changed_fh)" "elsewhere: LOOKUP of the file: found" ||
+    diag "$(cat "$T_TMP/gone.out")"
+is "$(gv at_once) $(gv at_once_fh)" "NFS3_OK $(lv changed_fh)" \
+    "elsewhere: right after its removal in the export ($(gv at_once_ms) ms), still found while the TTL holds"
+is "$(gv changed)" NFS3ERR_NOENT "elsewhere: then NFS3ERR_NOENT (after $(gv changed_ms) ms)"
+num_ok "$(gv changed_ms)" -le $(((TTL + 1) * 1000)) \
+    "elsewhere: gone within acdirmax + 1 s of the removal ($(gv changed_ms) ms)"
+num_ok "$(d g0 g1 cache.lookup.hits)" -ge 1 "elsewhere: the LOOKUPs while the TTL held were hits"
+done_testing

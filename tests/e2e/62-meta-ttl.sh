@@ -1,0 +1,157 @@
+#!/bin/bash
+# 62-meta-ttl: attributes through the namespace cache keep their TTL, no
+# longer, and all ac* = 0 caches nothing.
+#   ttl       acregmin = acregmax = 2 (acdir* 2): a file's mode and size
+#             changed directly in the export: GETATTR through nfscached
+#             still shows the old ones right after the change (from the
+#             cache), and the new ones within the TTL + 1 s of the GETATTR
+#             that confirmed the old ones; a SETATTR through nfscached is
+#             seen at once
+#   zero      nfscached restarted with acregmin = acregmax = acdirmin =
+#             acdirmax = 0: every GETATTR, LOOKUP (found or not), ACCESS
+#             and READDIRPLUS is forwarded: each upstream.calls.* counter
+#             grows by exactly the calls of its kind made, no cache.*.hits
+TEST_TIMEOUT=${TEST_TIMEOUT:-120}
+. "$(dirname "$0")/../lib.sh"
+needs_daemon "the namespace cache of nfscached"
+needs_own_upstream
+
+TTL=2
+mkdir "$EXPORT_DIR/d"
+head -c 1000 /dev/urandom > "$EXPORT_DIR/d/f"
+chmod 0644 "$EXPORT_DIR/d/f"
+for i in 1 2 3; do echo "$i" > "$EXPORT_DIR/d/other$i"; done
+setup -o cache.metadata=yes -o cache.acregmin=$TTL -o cache.acregmax=$TTL \
+    -o cache.acdirmin=$TTL -o cache.acdirmax=$TTL
+DIR=$(fh_of d)
+rpc lookup "$DIR" f > "$T_TMP/r.out"
+FH=$(rv fh)
+[ -n "$DIR" ] && [ -n "$FH" ]
+ok $? "the handles of d and d/f through nfscached" || done_testing
+
+# ---- ttl ----------------------------------------------------------------------------
+# after the TTL, GETATTR (confirms the attributes: the TTL starts), chmod 600 and a size
+# of 3000 directly, GETATTR at once, then every 0.1 s until the mode or the
+# size differs (8 s at most); times from the first GETATTR
+timeout -k 5 60 python3 - "$top_srcdir/tests" "$PORT" "$FH" "$EXPORT_DIR/d/f" "$TTL" > "$T_TMP/ttl.out" 2>&1 <<'PY'
+import os, sys, time
+sys.path.insert(0, sys.argv[1])
+import rpc
+port, fh, path = int(sys.argv[2]), bytes.fromhex(sys.argv[3]), sys.argv[4]
+c = rpc.Conn("127.0.0.1", port, timeout=20)
+
+def getattr_():
+    rep, st = c.nfs(rpc.NFSPROC3_GETATTR, rpc.getattr_args(fh))
+    d = rpc.decode_getattr(rep.body) if rep.ok() else {"nfs_status": rep.summary()}
+    return "%s %s %s" % (d["nfs_status"], d.get("mode"), d.get("size"))
+
+time.sleep(float(sys.argv[5]) + 0.3)     # what the LOOKUP brought is past its TTL
+first = getattr_()
+t0 = time.monotonic()
+os.chmod(path, 0o600)
+os.truncate(path, 3000)
+t_change = time.monotonic() - t0
+at_once = getattr_()
+t_at_once = time.monotonic() - t0
+last, polls = at_once, 0
+while last == first and time.monotonic() - t0 < 8:
+    time.sleep(0.1)
+    last = getattr_()
+    polls += 1
+print("first: %s" % first)
+print("change_ms: %d" % (t_change * 1000))
+print("at_once: %s" % at_once)
+print("at_once_ms: %d" % (t_at_once * 1000))
+print("changed: %s" % last)
+print("changed_ms: %d" % ((time.monotonic() - t0) * 1000))
+print("polls: %d" % polls)
+PY
+tv() { val "$T_TMP/ttl.out" "$1"; }
+is "$(tv first)" "NFS3_OK 644 1000" "ttl: GETATTR through nfscached: mode 644, 1000 bytes" ||
+    diag "$(cat "$T_TMP/ttl.out")"
+is "$(tv at_once)" "NFS3_OK 644 1000" \
+    "ttl: right after the change made directly ($(tv at_once_ms) ms), the old mode and size (within the TTL)"
+is "$(tv changed)" "NFS3_OK 600 3000" "ttl: then the new mode and size (after $(tv changed_ms) ms)"
+num_ok "$(tv changed_ms)" -le $(((TTL + 1) * 1000)) "ttl: within TTL + 1 s ($(tv changed_ms) ms)"
+num_ok "$(tv changed_ms)" -ge $(((TTL - 1) * 1000)) "ttl: not long before the TTL ran out ($(tv changed_ms) ms)"
+
+snap s0
+rpc setattr "$FH" --mode 640 > "$T_TMP/r.out"
+is "$(rv nfs_status) $(rv obj.mode)" "NFS3_OK 640" "ttl: SETATTR of mode 640 through nfscached"
+rpc getattr "$FH" > "$T_TMP/g.out"
+snap s1
+is "$(val "$T_TMP/g.out" mode) $(val "$T_TMP/g.out" size)" "640 3000" "ttl: GETATTR at once: mode 640"
+is "$(d s0 s1 upstream.calls.GETATTR) $(d s0 s1 cache.attr.hits)" "0 1" \
+    "ttl: ... from SETATTR's attributes (no upstream GETATTR, cache.attr.hits +1)"
+up getattr "$FH" > "$T_TMP/u.out"
+for k in mode size nlink uid gid fileid mtime ctime; do
+    printf '%s=%s ' "$k" "$(val "$T_TMP/g.out" "$k")"
+done > "$T_TMP/g.attrs"
+for k in mode size nlink uid gid fileid mtime ctime; do
+    printf '%s=%s ' "$k" "$(val "$T_TMP/u.out" "$k")"
+done > "$T_TMP/u.attrs"
+is "$(cat "$T_TMP/g.attrs")" "$(cat "$T_TMP/u.attrs")" \
+    "ttl: the cached attributes are the upstream's, times to the nanosecond"
+
+# ---- zero ---------------------------------------------------------------------------
+stop_nfscached
+ok $? "nfscached exits cleanly on SIGTERM (before the restart)"
+if ! start_nfscached -o cache.metadata=yes -o cache.acregmin=0 -o cache.acregmax=0 \
+        -o cache.acdirmin=0 -o cache.acdirmax=0 2>"$T_TMP/start.err"; then
+    ok 1 "nfscached starts again with all ac* = 0"
+    diag "$(cat "$T_TMP/start.err")"
+    done_testing
+fi
+ok 0 "nfscached starts again with all ac* = 0"
+
+N=6
+snap z0
+# each call N times on one connection (a fresh XID each): GETATTR of f and
+# of d, LOOKUP of f and of a missing name, ACCESS of f and of d, READDIRPLUS
+# of d (one page); then the same on a second connection
+timeout -k 5 60 python3 - "$top_srcdir/tests" "$PORT" "$DIR" "$FH" "$N" > "$T_TMP/zero.out" 2>&1 <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import rpc
+port, d, f, n = int(sys.argv[2]), bytes.fromhex(sys.argv[3]), bytes.fromhex(sys.argv[4]), int(sys.argv[5])
+calls = [("GETATTR", rpc.NFSPROC3_GETATTR, rpc.getattr_args(f), "NFS3_OK"),
+         ("GETATTR", rpc.NFSPROC3_GETATTR, rpc.getattr_args(d), "NFS3_OK"),
+         ("LOOKUP", rpc.NFSPROC3_LOOKUP, rpc.lookup_args(d, "f"), "NFS3_OK"),
+         ("LOOKUP", rpc.NFSPROC3_LOOKUP, rpc.lookup_args(d, "nothere"), "NFS3ERR_NOENT"),
+         ("ACCESS", rpc.NFSPROC3_ACCESS, rpc.access_args(f, 0x3f), "NFS3_OK"),
+         ("ACCESS", rpc.NFSPROC3_ACCESS, rpc.access_args(d, 0x1f), "NFS3_OK"),
+         ("READDIRPLUS", rpc.NFSPROC3_READDIRPLUS, rpc.readdirplus_args(d), "NFS3_OK")]
+made, wrong = {}, []
+for conn in range(2):
+    c = rpc.Conn("127.0.0.1", port, timeout=20)
+    for i in range(n):
+        for name, proc, a, want in calls:
+            rep, st = c.nfs(proc, a)
+            made[name] = made.get(name, 0) + 1
+            if st != want:
+                wrong.append("%s: %s" % (name, st or rep.summary()))
+    c.close()
+for k, v in sorted(made.items()):
+    print("made.%s: %d" % (k, v))
+print("made: %d" % sum(made.values()))
+print("wrong: %d" % len(wrong))
+if wrong:
+    print("first_wrong: %s" % wrong[0])
+PY
+snap z1
+zv() { val "$T_TMP/zero.out" "$1"; }
+is "$(zv wrong)" 0 "zero: every call answered as expected ($(zv first_wrong))" || diag "$(cat "$T_TMP/zero.out")"
+for p in GETATTR LOOKUP ACCESS READDIRPLUS; do
+    is "$(d z0 z1 "upstream.calls.$p")" "$(zv "made.$p")" \
+        "zero: every $p forwarded (upstream.calls.$p +$(zv "made.$p"), the calls made)"
+done
+total=0
+for k in $(awk '$1 ~ /^upstream\.calls\./ { print $1 }' "$T_TMP/z1.stats"); do
+    total=$((total + $(d z0 z1 "$k")))
+done
+is "$total" "$(zv made)" "zero: no other call went upstream (the upstream.calls.* grew by $total in all)"
+is "$(d z0 z1 cache.attr.hits) $(d z0 z1 cache.lookup.hits) $(d z0 z1 cache.lookup.negative_hits) $(d z0 z1 cache.access.hits) $(d z0 z1 cache.readdir.hits) $(d z0 z1 cache.readlink.hits)" \
+    "0 0 0 0 0 0" "zero: no cache.*.hits (attr, lookup, negative, access, readdir, readlink)"
+is "$(d z0 z1 cache.attr.misses) $(d z0 z1 cache.lookup.misses) $(d z0 z1 cache.access.misses) $(d z0 z1 cache.readdir.misses)" \
+    "$((2 * 2 * N)) $((2 * 2 * N)) $((2 * 2 * N)) $((2 * N))" "zero: every one of them a miss"
+done_testing
