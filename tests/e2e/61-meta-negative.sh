@@ -14,6 +14,10 @@
 #               the cache right after the creation), and is seen within
 #               acdirmax + 1 s of it with its upstream handle; a file
 #               removed directly is gone within acdirmax + 1 s likewise
+#   credential  uid 1000 asking LOOKUP (found or not), READDIRPLUS, READDIR
+#               and ACCESS of a 0700 directory of root's just after root
+#               did (and the answers were cached) gets the upstream's
+#               answers to uid 1000, not root's
 TEST_TIMEOUT=${TEST_TIMEOUT:-120}
 . "$(dirname "$0")/../lib.sh"
 needs_daemon "the namespace cache of nfscached"
@@ -106,6 +110,53 @@ step rename rename "$DIR" orig "$DIR" moved
 is "$(nv rename nfs_status)" NFS3_OK "ours: RENAME orig -> moved through nfscached"
 looked lookup-renamed moved NFS3_OK "$O" CREATE
 looked lookup-renamed-old orig NFS3ERR_NOENT
+
+# ---- another credential ---------------------------------------------------------------
+# priv (0700, root's) holds secret: uid 0 lists it and looks up secret and
+# a missing name through nfscached (all cached), then at once uid 1000 asks
+# the same through nfscached and directly: the same answers (no name, no
+# listing, no NFS3ERR_NOENT leaks from uid 0's), and uid 0's again
+mkdir -m 0700 "$EXPORT_DIR/priv"
+echo secret > "$EXPORT_DIR/priv/secret"
+PRIV=$(fh_of priv)
+timeout -k 5 60 python3 - "$top_srcdir/tests" "$PORT" "$UP_NFS_PORT" "$PRIV" > "$T_TMP/cred.out" 2>&1 <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import rpc
+port, up, priv = int(sys.argv[2]), int(sys.argv[3]), bytes.fromhex(sys.argv[4])
+calls = [("lookup", rpc.NFSPROC3_LOOKUP, rpc.lookup_args(priv, "secret")),
+         ("negative", rpc.NFSPROC3_LOOKUP, rpc.lookup_args(priv, "nothere")),
+         ("readdirplus", rpc.NFSPROC3_READDIRPLUS, rpc.readdirplus_args(priv)),
+         ("readdir", rpc.NFSPROC3_READDIR, rpc.readdir_args(priv)),
+         ("access", rpc.NFSPROC3_ACCESS, rpc.access_args(priv, 0x1f))]
+
+def answers(port, uid):
+    c = rpc.Conn("127.0.0.1", port, timeout=20, uid=uid, gid=uid)
+    out = []
+    for name, proc, a in calls:
+        rep, st = c.nfs(proc, a)
+        v = st
+        if proc == rpc.NFSPROC3_ACCESS and st == "NFS3_OK":
+            v += " " + rpc.decode_result(rpc._res_access, rep.body)["access"]
+        if proc == rpc.NFSPROC3_LOOKUP and st == "NFS3_OK":
+            v += " " + rpc.decode_lookup(rep.body)["fh"]
+        out.append((name, v))
+    c.close()
+    return out
+
+for tag, p, uid in (("root1", port, 0), ("root2", port, 0), ("user", port, 1000),
+                    ("user_direct", up, 1000), ("root_direct", up, 0), ("root3", port, 0)):
+    for name, v in answers(p, uid):
+        print("%s.%s: %s" % (tag, name, v))
+PY
+cv() { val "$T_TMP/cred.out" "$1"; }
+for k in lookup negative readdirplus readdir access; do
+    is "$(cv "root2.$k")" "$(cv "root_direct.$k")" "credential: uid 0's $k of priv: the upstream's answer ($(cv "root2.$k"))" ||
+        diag "$(tail -n 5 "$T_TMP/cred.out")"
+    is "$(cv "user.$k")" "$(cv "user_direct.$k")" \
+        "credential: uid 1000's $k in priv right after uid 0's: the upstream's answer to uid 1000 ($(cv "user_direct.$k"))"
+    is "$(cv "root3.$k")" "$(cv "root_direct.$k")" "credential: and uid 0's again"
+done
 
 # ---- changes made elsewhere ---------------------------------------------------------
 # seen PORT DIRFH NAME PATH ACTION: LOOKUP NAME (its answer confirms the

@@ -11,6 +11,9 @@
 #             acdirmax = 0: every GETATTR, LOOKUP (found or not), ACCESS
 #             and READDIRPLUS is forwarded: each upstream.calls.* counter
 #             grows by exactly the calls of its kind made, no cache.*.hits
+#   fs        FSINFO, PATHCONF, FSSTAT, MNT and EXPORT twice: at most one
+#             upstream call each, the upstream's answers; NULL answered by
+#             nfscached; FSSTAT asked again after acregmin
 TEST_TIMEOUT=${TEST_TIMEOUT:-120}
 . "$(dirname "$0")/../lib.sh"
 needs_daemon "the namespace cache of nfscached"
@@ -92,6 +95,56 @@ for k in mode size nlink uid gid fileid mtime ctime; do
 done > "$T_TMP/u.attrs"
 is "$(cat "$T_TMP/g.attrs")" "$(cat "$T_TMP/u.attrs")" \
     "ttl: the cached attributes are the upstream's, times to the nanosecond"
+
+# ---- per file system, MOUNT, NULL ---------------------------------------------------
+# FSINFO and PATHCONF (valid acdirmax), FSSTAT (valid acregmin), MNT and
+# EXPORT twice each, NULL: at most one upstream call of each kind, the
+# same answers as the upstream's; NULL never goes upstream
+sleep $((TTL + 1))
+fsv() { val "$T_TMP/$1.out" "$2"; }
+snap f0
+for k in fsinfo pathconf fsstat; do
+    rpc "$k" "$DIR" > "$T_TMP/$k.1.out"
+    rpc "$k" "$DIR" > "$T_TMP/$k.2.out"
+done
+rpc mnt > "$T_TMP/mnt.1.out"
+rpc mnt > "$T_TMP/mnt.2.out"
+rpc exports > "$T_TMP/exports.1.out"
+rpc exports > "$T_TMP/exports.2.out"
+rpc null > "$T_TMP/null.out"
+snap f1
+# fields KIND TAG: the fields of an FSINFO or PATHCONF answer a proxy does
+# not change (not the object's attributes, which come when they are fresh)
+fields() {
+    local k
+    case $1 in
+        fsinfo) set -- "$2" rtmult wtmult maxfilesize time_delta properties ;;
+        pathconf) set -- "$2" linkmax name_max no_trunc chown_restricted case_insensitive case_preserving ;;
+    esac
+    for k in "${@:2}"; do printf '%s=%s ' "$k" "$(fsv "$1" "$k")"; done
+}
+for k in fsinfo pathconf; do
+    up "$k" "$DIR" > "$T_TMP/$k.up.out"
+    is "$(fsv "$k.1" nfs_status) $(fsv "$k.2" nfs_status)" "NFS3_OK NFS3_OK" "fs: ${k^^} twice: NFS3_OK"
+    is "$(fields "$k" "$k.1")|$(fields "$k" "$k.2")" "$(fields "$k" "$k.up")|$(fields "$k" "$k.up")" \
+        "fs: ${k^^}: the upstream's answer both times ($(fields "$k" "$k.up"))"
+done
+is "$(fsv fsstat.1 nfs_status) $(fsv fsstat.2 nfs_status)" "NFS3_OK NFS3_OK" "fs: FSSTAT twice: NFS3_OK"
+is "$(fsv mnt.1 mount_status) $(fsv mnt.2 mount_status) $(fsv mnt.2 fh)" "0 0 $(fsv mnt.1 fh)" \
+    "fs: MNT twice: the same root handle"
+is "$(fsv exports.2 export_count) $(fsv exports.2 export.1)" "$(fsv exports.1 export_count) $(fsv exports.1 export.1)" \
+    "fs: EXPORT twice: the same list"
+is "$(fsv null reply)" "accepted SUCCESS" "fs: NULL answered"
+for k in FSINFO PATHCONF FSSTAT MNT EXPORT; do
+    num_ok "$(d f0 f1 "upstream.calls.$k")" -le 1 "fs: at most one upstream $k for two calls ($(d f0 f1 "upstream.calls.$k"))"
+done
+is "$(d f0 f1 upstream.calls.NULL)" 0 "fs: NULL answered by nfscached itself (no upstream NULL)"
+sleep $((TTL + 1))
+snap f2
+rpc fsstat "$DIR" > "$T_TMP/fsstat.3.out"
+snap f3
+is "$(fsv fsstat.3 nfs_status) $(d f2 f3 upstream.calls.FSSTAT)" "NFS3_OK 1" \
+    "fs: FSSTAT after acregmin: asked upstream again"
 
 # ---- zero ---------------------------------------------------------------------------
 stop_nfscached
