@@ -11,6 +11,9 @@
 #   walk 2   nothing at all goes upstream (every upstream.calls.* counter
 #            stays); every GETATTR, LOOKUP, ACCESS and READDIRPLUS is a hit,
 #            no miss
+#   changes  CREATE, WRITE, REMOVE, RENAME, SETATTR, MKDIR, SYMLINK through
+#            nfscached: a walk right after sees the tree as the upstream
+#            has it
 #   both     the same summary (names, contents, type, mode, size, mtime,
 #            fileid; handles) as a walk made directly against the upstream;
 #            the READDIRPLUS, LOOKUP and GETATTR attributes of every entry
@@ -146,4 +149,30 @@ is "$(d u0 u1 upstream.calls.ACCESS)" "$(wv walk3 calls.ACCESS)" \
     "uid 1000: every ACCESS of its own went upstream ($(wv walk3 calls.ACCESS)), none answered from uid 0's"
 is "$(d u0 u1 upstream.calls.READDIRPLUS) $(d u0 u1 upstream.calls.LOOKUP) $(d u0 u1 upstream.calls.GETATTR)" \
     "0 0 0" "uid 1000: listings, names and attributes from the cache once ACCESS granted them"
+# ---- changes through nfscached are seen at once ----------------------------------
+# CREATE and WRITE, REMOVE, RENAME to another directory, SETATTR, MKDIR and
+# SYMLINK through nfscached, then at once a walk through nfscached: the
+# tree as the upstream now has it
+dfh() { rpc lookup "$FH" "$1" > "$T_TMP/dfh.out"; val "$T_TMP/dfh.out" fh; }
+D0=$(dfh d00) D1=$(dfh d01) D2=$(dfh d02) D3=$(dfh d03) D4=$(dfh d04)
+rpc create "$D0" new.txt > "$T_TMP/c.out"
+rpc write "$(val "$T_TMP/c.out" fh)" 0 "written through nfscached" > "$T_TMP/w.out"
+rpc remove "$D1" file-00.txt > "$T_TMP/rm.out"
+rpc rename "$D2" file-01.txt "$D3" renamed.txt > "$T_TMP/mv.out"
+rpc lookup "$D4" file-02.txt > "$T_TMP/l.out"
+rpc setattr "$(val "$T_TMP/l.out" fh)" --mode 600 > "$T_TMP/sa.out"
+rpc mkdir "$D4" newdir > "$T_TMP/md.out"
+rpc symlink "$D4" link.txt file-03.txt > "$T_TMP/sl.out"
+is "$(for f in c w rm mv sa md sl; do val "$T_TMP/$f.out" nfs_status; done | sort -u | tr '\n' ' ')" "NFS3_OK " \
+    "changes: CREATE, WRITE, REMOVE, RENAME, SETATTR, MKDIR, SYMLINK through nfscached"
+walk walk4
+if [ "$T_EXTERNAL" = 0 ]; then
+    RPC_LIMIT=120 up walk "$FH" > "$T_TMP/direct2.out" 2>&1
+fi
+is "$(wv walk4 errors) $(wv walk4 files) $(wv walk4 dirs) $(wv walk4 symlinks)" "0 $NENT $((NDIRS + 1)) 1" \
+    "changes: the walk right after sees $NENT files, $((NDIRS + 1)) directories, 1 symlink"
+is "$(wv walk4 md5) $(wv walk4 fh_md5)" "$(wv direct2 md5) $(wv direct2 fh_md5)" \
+    "changes: ... the tree the upstream has now (names, contents, attributes, handles)"
+is "$(wv walk4 attr_mismatches) $(wv walk4 fh_mismatches)" "0 0" \
+    "changes: READDIRPLUS, LOOKUP and GETATTR agree on each entry"
 done_testing
