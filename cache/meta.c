@@ -693,13 +693,18 @@ static void drop_all(bool all)
 }
 
 /* Off (a reload may turn it off): records are ignored, and what is held
- * goes at the first record. */
+ * goes at the first record.  On: entries past a cache.metadata_max that a
+ * reload lowered are evicted at the first record. */
 static bool on_or_drop(void)
 {
 	if (!meta.initialised)
 		return false;
-	if (meta_on())
+	if (meta_on()) {
+		/* a reload may have lowered cache.metadata_max */
+		while (meta.nnodes + meta.nnames > meta.cfg->metadata_max && evict_one())
+			;
 		return true;
+	}
 	if (meta.nnodes + meta.nnames + meta.nfs + meta.nmnt || meta.has_export)
 		drop_all(false);
 	return false;
@@ -731,6 +736,8 @@ void meta_finalise(void)
 
 void meta_clear(void)
 {
+	if (!meta.initialised)
+		return;
 	drop_all(false);
 	stats.cache_metadata_invalidations++;
 }
@@ -1305,14 +1312,15 @@ static struct meta_fs *fs_for_record(const nfs_fh3 *fh, uint64_t seq)
 	if (meta.nfs < META_FS_MAX) {
 		f = &meta.fs[meta.nfs++];
 	} else {
-		double newest_of_oldest = 0;
+		/* full: the one recorded least recently goes */
+		double f_last = 0;
 		for (size_t i = 0; i < meta.nfs; i++) {
 			struct meta_fs *g = &meta.fs[i];
-			double t = g->stat_time > g->info_time ? g->stat_time : g->info_time;
-			t = t > g->pathconf_time ? t : g->pathconf_time;
-			if (!f || t < newest_of_oldest) {
+			double last = g->stat_time > g->info_time ? g->stat_time : g->info_time;
+			last = last > g->pathconf_time ? last : g->pathconf_time;
+			if (!f || last < f_last) {
 				f = g;
-				newest_of_oldest = t;
+				f_last = last;
 			}
 		}
 	}
@@ -1557,9 +1565,8 @@ void meta_getattr_end(const nfs_fh3 *fh)
 	struct meta_node *n = node_find(fh);
 	struct list_node woken;
 
-	assert(n && n->pins > 0);
 	if (!n || !n->pins)
-		return;
+		return;     /* no begin (or meta_finalise since): nothing to end */
 	/* Unpinned before the waiters run: one that joins again waits for
 	 * another GETATTR, never for this one. */
 	list_init(&woken);

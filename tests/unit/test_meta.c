@@ -392,6 +392,22 @@ static void test_access(void)
 	ok(!meta_access_get(&f, &c3, ACCESS3_READ, &granted), "stale ACCESS reply ignored");
 	ok(meta_access_get(&f, &c1, ACCESS3_MODIFY, &granted), "explained change keeps ACCESS results");
 
+	/* a change of ours that changes the mode drops them, uncounted */
+	struct rpc_cred c5 = cred_of(7, 7, 0, NULL);
+	meta_access_record(&f, &c5, ACCESS3_READ, ACCESS3_READ, meta_seq());
+	fattr3 am = a;
+	am.mode = 0640;
+	am.ctime.seconds++;
+	uint64_t inv0 = stats.cache_metadata_invalidations;
+	w = wcc_of(&a, &am);
+	meta_changed(&f, &w);
+	ok(!meta_access_get(&f, &c5, ACCESS3_READ, &granted) && !meta_access_get(&f, &c1, ACCESS3_MODIFY, &granted),
+	   "our SETATTR of the mode: ACCESS results dropped");
+	is_int(stats.cache_metadata_invalidations, inv0, "not counted as an invalidation");
+	w = wcc_of(&am, &a);
+	meta_changed(&f, &w);
+	meta_access_record(&f, &c1, ACCESS3_MODIFY, ACCESS3_MODIFY, meta_seq());
+
 	/* not fresh */
 	test_now += 60;
 	ok(!meta_access_get(&f, &c1, ACCESS3_MODIFY, &granted), "attributes not fresh: miss");
@@ -632,6 +648,15 @@ static void test_listing(void)
 	meta_name_negative(&d, "name-4xxxx", meta_seq());
 	ok(!meta_readdirplus(&a, &r), "a listed name made negative: listing dropped");
 
+	listing_feed(2, 20, 20);
+	ok(meta_readdirplus(&a, &r), "rebuilt");
+	meta_readdirplus_free(&r);
+	add_name(2, "name-6xxxxxx", 1006, NULL);
+	ok(meta_readdirplus(&a, &r), "a listed name confirmed with the same handle: kept");
+	meta_readdirplus_free(&r);
+	add_name(2, "name-6xxxxxx", 7777, NULL);
+	ok(!meta_readdirplus(&a, &r), "a listed name given another handle: listing dropped");
+
 	/* an explained change keeps names, drops the listing */
 	listing_feed(2, 20, 20);
 	fattr3 da = dir_attrs(2, T0), db = da;
@@ -771,6 +796,44 @@ static void test_sizes(void)
 	is_int(bad_names, 0, "paging with the returned cookies: every name exactly once");
 	is_int(toosmall, 0, "no TOOSMALL at these sizes");
 
+	/* READDIR from the same listing */
+	bad_size = bad_names = toosmall = 0;
+	for (int round = 0; round < 300; round++) {
+		READDIR3args ra;
+		READDIR3res rr;
+		uint8_t seen[300] = { 0 };
+		memset(&ra, 0, sizeof(ra));
+		ra.dir = fh(1);
+		ra.count = 160 + (uint32_t)(random() % 8192);
+		for (int step = 0; step < 1000; step++) {
+			if (!meta_readdir(&ra, &rr)) {
+				bad_names++;
+				break;
+			}
+			if (rr.status != NFS3_OK) {
+				toosmall++;
+				break;
+			}
+			if (xdr_size_plain(&rr) > ra.count)
+				bad_size++;
+			for (entry3 *e = rr.READDIR3res_u.resok.reply.entries; e; e = e->nextentry) {
+				seen[e->fileid - 1000]++;
+				ra.cookie = e->cookie;
+			}
+			memcpy(ra.cookieverf, rr.READDIR3res_u.resok.cookieverf, NFS3_COOKIEVERFSIZE);
+			bool eof = rr.READDIR3res_u.resok.reply.eof;
+			meta_readdir_free(&rr);
+			if (eof)
+				break;
+		}
+		for (uint32_t i = 0; i < total; i++)
+			if (seen[i] != 1)
+				bad_names++;
+	}
+	is_int(bad_size, 0, "READDIR: every reply within count (libnfs's XDR size)");
+	is_int(bad_names, 0, "READDIR: every name exactly once");
+	is_int(toosmall, 0, "READDIR: no TOOSMALL");
+
 	/* exactly one entry fits */
 	a = rdp_args(1, 0, V0, 1 << 20, 1 << 20);
 	ok(meta_readdirplus(&a, &r), "all at once");
@@ -808,6 +871,7 @@ static void test_eviction(void)
 	ok(fresh_now(201) && !fresh_now(202), "touched entry kept, untouched one evicted");
 
 	/* pinned */
+	uint64_t ev;
 	nfs_fh3 p = fh(250);
 	ok(meta_getattr_begin(&p), "pin 250");
 	for (uint32_t i = 400; i <= 700; i++)
@@ -818,6 +882,16 @@ static void test_eviction(void)
 	for (uint32_t i = 701; i <= 800; i++)
 		record(i, file_attrs(i, T0));
 	ok(node_find(&p) == NULL, "unpinned: evicted");
+
+	/* metadata_max lowered by a reload: the next record evicts down to it */
+	cfg.metadata_max = 40;
+	ev = stats.cache_metadata_evictions;
+	nfs_fh3 q = fh(800);
+	meta_attrs_expire(&q);   /* a record that inserts nothing */
+	ok(entries() == 100, "nothing evicted before a record");
+	record(800, file_attrs(800, T0));
+	is_int(entries(), 40, "a record after metadata_max went down to 40: 40 entries");
+	is_int(stats.cache_metadata_evictions - ev, 60, "60 evicted");
 
 	/* a directory's names go with it, each counted */
 	restart();
@@ -838,7 +912,7 @@ static void test_eviction(void)
 	for (uint32_t i = 2; i <= 40; i++)
 		record(i, file_attrs(i, T0));
 	is_int(entries(), 50, "full");
-	uint64_t ev = stats.cache_metadata_evictions;
+	ev = stats.cache_metadata_evictions;
 	record(41, file_attrs(41, T0));
 	is_int(stats.cache_metadata_evictions - ev, 11, "the directory evicted with its 10 names: 11 counted");
 	is_int(entries(), 40, "40 entries left");
