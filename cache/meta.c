@@ -599,41 +599,64 @@ static struct meta_name *name_new(struct meta_node *d, const char *name, uint32_
 	return n;
 }
 
+/* `n` moved to a record with room for a handle of `fh_cap` bytes (no
+ * handle yet), in its place in the hash chain, the lists and the listing:
+ * not a new entry, so nothing is evicted. */
+static struct meta_name *name_grow(struct meta_name *n, uint32_t fh_cap)
+{
+	const char *name = name_str(n);
+	size_t len = strlen(name);
+	struct meta_name *g = m_alloc(sizeof(*g) + fh_cap + len + 1);
+	struct meta_name **p = &meta.names[n->hash & (meta.nname_buckets - 1)];
+
+	*g = *n;
+	g->fh_cap = (uint8_t)fh_cap;
+	g->fh_len = 0;
+	memcpy(g->data + fh_cap, name, len + 1);
+	while (*p != n)
+		p = &(*p)->hash_next;
+	*p = g;
+	list_insert_between(&g->dir_link, n->dir_link.prev, n->dir_link.next);
+	list_insert_between(&g->e.lru, n->e.lru.prev, n->e.lru.next);
+	if (n->listed) {
+		struct meta_listing *l = n->dir->listing;
+		for (size_t i = 0; i < l->n; i++)
+			if (l->v[i].name == n)
+				l->v[i].name = g;
+	}
+	m_free(n, name_size(n));
+	return g;
+}
+
 /* `name` in `d` is the handle `fh` (NULL: a name known from a listing
- * without a handle, which keeps a handle already known).  May evict: `d`
- * must be pinned.  The record, or NULL when there is no room. */
+ * without a handle, which keeps a handle already known; its record has
+ * room for a handle as long as `d`'s, so that a LOOKUP after a READDIR
+ * fills it in place).  May evict: `d` must be pinned.  The record, or
+ * NULL when there is no room. */
 static struct meta_name *name_set(struct meta_node *d, const char *name, const nfs_fh3 *fh)
 {
 	struct meta_name *n = name_find(d, name);
 	uint32_t len = fh ? fh->data.data_len : 0;
 
-	if (n && !fh) {
-		n->negative = false;
-		touch(&n->e);
-		return n;
-	}
-	if (n && n->fh_len == len && memcmp(n->data, fh->data.data_val, len) == 0) {
-		n->negative = false;
-		touch(&n->e);
-		return n;
-	}
-	if (n && n->fh_cap >= len) {
+	if (!n) {
+		n = name_new(d, name, fh ? len : d->fh_len);
+		if (!n)
+			return NULL;
+	} else if (!fh || (n->fh_len == len && memcmp(n->data, fh->data.data_val, len) == 0)) {
+		fh = NULL;      /* nothing new about the handle */
+	} else {
 		/* Another handle than the listing's: the listing is out of date. */
 		if (n->listed && n->fh_len)
 			listing_drop(d);
-		n->negative = false;
-		n->fh_len = (uint8_t)len;
-		memcpy(n->data, fh->data.data_val, len);
-		touch(&n->e);
-		return n;
+		if (n->fh_cap < len)
+			n = name_grow(n, len);
 	}
-	if (n)
-		name_free(n);
-	n = name_new(d, name, len);
-	if (n && fh) {
+	if (fh) {
 		n->fh_len = (uint8_t)len;
 		memcpy(n->data, fh->data.data_val, len);
 	}
+	n->negative = false;
+	touch(&n->e);
 	return n;
 }
 

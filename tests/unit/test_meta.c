@@ -721,6 +721,23 @@ static void test_listing(void)
 	a = rdp_args(3, 0, V0, 1 << 20, 1 << 20);
 	ok(!meta_readdirplus(&a, &r), "but not READDIRPLUS");
 	ok(lookup(3, "file", NULL) == META_LOOKUP_MISS, "nor LOOKUP");
+	/* LOOKUPs after a READDIR fill the handles in without dropping the listing */
+	fattr3 fa = file_attrs(52, T0);
+	add_name(3, "file", 52, &fa);
+	uint32_t fid = 0;
+	ok(lookup(3, "file", &fid) == META_LOOKUP_FOUND && fid == 52, "a LOOKUP after READDIR: found");
+	ok(meta_readdir(&ra, &rr) && rr.status == NFS3_OK, "and the listing stays");
+	meta_readdir_free(&rr);
+	uint8_t big[40];
+	memset(big, 0x3c, sizeof(big));
+	nfs_fh3 bf = { { sizeof(big), (char *)big } };
+	meta_name_add(&d3, "..", &bf, NULL, meta_seq());
+	struct meta_name *dd = name_find(node_find(&d3), "..");
+	ok(dd && dd->fh_len == 40 && dd->listed && memcmp(dd->data, big, 40) == 0,
+	   "a handle longer than the room kept for it: record moved, still listed");
+	ok(meta_readdir(&ra, &rr) && rr.status == NFS3_OK &&
+	   strcmp(rr.READDIR3res_u.resok.reply.entries->nextentry->name, "..") == 0, "listing intact");
+	meta_readdir_free(&rr);
 	ra.count = DIRLIST_FIXED_XDR + 24 + 4 - 1;
 	ok(meta_readdir(&ra, &rr) && rr.status == NFS3ERR_TOOSMALL &&
 	   rr.READDIR3res_u.resfail.dir_attributes.attributes_follow, "READDIR count too small: TOOSMALL");
