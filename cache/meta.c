@@ -1031,18 +1031,19 @@ const char *meta_readlink(const nfs_fh3 *fh, fattr3 *attrs)
 /* listings                                                             */
 
 /* May the page asked from `cookie` with verifier `verf`, answered with
- * `reply_verf`, be added to `d`'s listing?  Starts a new listing from
- * cookie 0; drops the one being built when the page does not continue it. */
+ * `reply_verf`, be added to `d`'s listing?  A page from cookie 0 starts a
+ * new listing (but a READDIR pass leaves a complete READDIRPLUS listing,
+ * which answers READDIR too, alone); a page that does not continue the
+ * listing being built drops it.  A complete listing stays until `d`'s
+ * attributes change or a new pass replaces it. */
 static bool listing_page_begin(struct meta_node *d, uint64_t cookie, const char *verf,
 			       const char *reply_verf, bool dir_attrs, bool plus)
 {
 	struct meta_listing *l = d->listing;
 
-	if (!dir_attrs) {
-		listing_drop(d);
+	if (l && l->complete && l->plus && !plus)
 		return false;
-	}
-	if (cookie == 0) {
+	if (dir_attrs && cookie == 0) {
 		listing_drop(d);
 		l = m_alloc(sizeof(*l));
 		memcpy(l->verf, reply_verf, NFS3_COOKIEVERFSIZE);
@@ -1050,7 +1051,9 @@ static bool listing_page_begin(struct meta_node *d, uint64_t cookie, const char 
 		d->listing = l;
 		return true;
 	}
-	if (l && !l->complete && l->plus == plus && l->n > 0 && l->v[l->n - 1].cookie == cookie &&
+	if (!l || l->complete)
+		return false;
+	if (dir_attrs && l->plus == plus && l->n > 0 && l->v[l->n - 1].cookie == cookie &&
 	    memcmp(l->verf, verf, NFS3_COOKIEVERFSIZE) == 0 &&
 	    memcmp(l->verf, reply_verf, NFS3_COOKIEVERFSIZE) == 0)
 		return true;

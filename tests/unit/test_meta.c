@@ -639,6 +639,30 @@ static void test_listing(void)
 	ok(meta_readdirplus(&a, &r) && count_entries(&r) == 20, "two pages: complete, 20 entries");
 	meta_readdirplus_free(&r);
 
+	/* a complete listing: a stray page leaves it, a READDIR pass too */
+	page_make(&p, 2, 10, 10, true, V2);
+	meta_listing_plus(&d, 12345, V2, &p.ok, meta_seq());
+	page_free(&p);
+	ok(meta_readdirplus(&a, &r) && count_entries(&r) == 20, "a page continuing nothing leaves a complete listing");
+	meta_readdirplus_free(&r);
+	{
+		READDIR3resok pl;
+		entry3 pe;
+		memset(&pl, 0, sizeof(pl));
+		memset(&pe, 0, sizeof(pe));
+		pe.fileid = 1;
+		pe.name = (char *)"other";
+		pe.cookie = 5;
+		pl.dir_attributes.attributes_follow = 1;
+		pl.dir_attributes.post_op_attr_u.attributes = dir_attrs(2, T0);
+		pl.reply.entries = &pe;
+		pl.reply.eof = 1;
+		meta_listing_plain(&d, 0, V0, &pl, meta_seq());
+	}
+	ok(meta_readdirplus(&a, &r) && count_entries(&r) == 20,
+	   "a READDIR pass leaves a complete READDIRPLUS listing");
+	meta_readdirplus_free(&r);
+
 	/* a listed name forgotten: listing dropped */
 	meta_name_forget(&d, "name-3xxx");
 	ok(!meta_readdirplus(&a, &r), "a listed name forgotten: listing dropped");
