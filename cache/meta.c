@@ -1119,6 +1119,15 @@ void meta_listing_plus(const nfs_fh3 *dir, uint64_t cookie, const char *verf,
 		d->listing->complete = true;
 }
 
+bool meta_listing_held(const nfs_fh3 *dir, bool plus)
+{
+	struct meta_node *d;
+
+	if (!meta_on() || !(d = node_find(dir)) || !d->has_attrs)
+		return false;
+	return d->listing && d->listing->complete && (d->listing->plus || !plus);
+}
+
 void meta_listing_plain(const nfs_fh3 *dir, uint64_t cookie, const char *verf,
 			const READDIR3resok *ok, uint64_t seq)
 {

@@ -46,7 +46,10 @@ struct nfsd_meta_op {
 	bool joined;                    /* waited once already: forward next */
 	bool getattr_begun;             /* this call's GETATTR is the node's one in flight */
 	bool access_asked;              /* our own ACCESS went: forward next */
-	void (*retry)(struct nfsd_call *call);   /* after our own ACCESS */
+	bool revalidated;               /* a directory's GETATTR went (or was waited for) */
+	void (*retry)(struct nfsd_call *call);   /* after our own ACCESS or GETATTR */
+	GETATTR3args getattr;           /* our own GETATTR of a directory */
+	uint64_t getattr_mseq;          /* meta_seq() when it was sent */
 	struct nfsd_access access;      /* our own ACCESS of the directory */
 	uint64_t access_mseq;           /* meta_seq() when it was sent */
 	uint8_t fh[NFS3_FHSIZE_MAX];    /* the GETATTR's handle (until meta_getattr_end) */
@@ -139,6 +142,55 @@ static int granted(struct nfsd_call *call, const nfs_fh3 *dir, uint32_t bit)
 	if (meta_access_get(dir, &call->cred, bit, &g))
 		return (g & bit) != 0;
 	return meta_op(call)->access_asked ? 0 : -1;
+}
+
+/* ---- one GETATTR renews a directory's listing --------------------------- */
+
+static void dir_getattr_done(void *priv, enum upstream_status st, void *res)
+{
+	struct nfsd_meta_op *m = priv;
+	const GETATTR3res *r = res;
+	nfs_fh3 fh = { .data = { m->fh_len, (char *)m->fh } };
+
+	if (st == UPSTREAM_OK && r->status == NFS3_OK)
+		meta_attrs_record(&fh, &r->GETATTR3res_u.resok.obj_attributes, m->getattr_mseq);
+	if (m->getattr_begun) {
+		m->getattr_begun = false;
+		meta_getattr_end(&fh);
+	}
+	m->retry(m->call);
+}
+
+static void dir_wake(struct meta_waiter *w)
+{
+	struct nfsd_meta_op *m = container_of(w, struct nfsd_meta_op, waiter);
+
+	m->retry(m->call);
+}
+
+/* `dir` holds a complete listing but its attributes are past their TTL:
+ * one GETATTR (or the one in flight) as the caller, then retry(call) —
+ * unchanged attributes make the listing answer again (Linux
+ * nfs_revalidate_mapping before readdir), changed ones drop it. */
+static void revalidate_dir(struct nfsd_call *call, const nfs_fh3 *dir,
+			   void (*retry)(struct nfsd_call *call))
+{
+	struct nfsd_meta_op *m = meta_op(call);
+
+	m->revalidated = true;
+	m->retry = retry;
+	m->waiter.wake = dir_wake;
+	if (meta_getattr_join(dir, &m->waiter))
+		return;
+	m->fh_len = dir->data.data_len;
+	memcpy(m->fh, dir->data.data_val, m->fh_len);
+	m->getattr_begun = meta_getattr_begin(dir);
+	memset(&m->getattr, 0, sizeof(m->getattr));
+	m->getattr.object.data.data_len = m->fh_len;
+	m->getattr.object.data.data_val = (char *)m->fh;
+	m->getattr_mseq = meta_seq();
+	upstream_call(nfsd.upstream, proc_nfs3(NFS3PROC_GETATTR), &m->getattr, &call->cred,
+		      dir_getattr_done, m);
 }
 
 /* ---- NULL --------------------------------------------------------------- */
@@ -441,6 +493,15 @@ static void readdir_try(struct nfsd_call *call)
 				return;
 			}
 		}
+	}
+	const nfs_fh3 *dir = call->desc->proc == NFS3PROC_READDIR ?
+			     &((READDIR3args *)call->args)->dir : &((READDIRPLUS3args *)call->args)->dir;
+	fattr3 attrs;
+	if (!meta_op(call)->revalidated &&
+	    meta_listing_held(dir, call->desc->proc == NFS3PROC_READDIRPLUS) &&
+	    !meta_attrs_get(dir, &attrs)) {
+		revalidate_dir(call, dir, readdir_try);
+		return;
 	}
 	stats.cache_readdir_misses++;
 	nfsd_forward_with(call, readdir_fixup);

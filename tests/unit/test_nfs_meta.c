@@ -13,7 +13,9 @@
  *   4. a negative LOOKUP, then a CREATE of that name through the proxy: the
  *      name is found at once without a LOOKUP upstream;
  *   5. NULL answered locally; FSINFO twice: one upstream call;
- *   6. cache.metadata = no: everything forwarded.
+ *   6. a listing past its directory's TTL: one GETATTR renews it when the
+ *      directory is unchanged; a changed one sends the READDIRPLUS;
+ *   7. cache.metadata = no: everything forwarded.
  */
 #include "config.h"
 
@@ -47,11 +49,12 @@ static uint8_t new_fh[] = { 0xf2, 0x09 };
 static fattr3 dir_attrs, file_attrs;
 
 static int metadata_on = 1;
+static unsigned acdir = 60;
 
 static void tune(struct nfsd_conf *cfg)
 {
 	cfg->cache.acregmin = cfg->cache.acregmax = 60;
-	cfg->cache.acdirmin = cfg->cache.acdirmax = 60;
+	cfg->cache.acdirmin = cfg->cache.acdirmax = acdir;
 	cfg->cache.metadata = metadata_on;
 }
 
@@ -341,6 +344,63 @@ static void test_null_fsinfo(void)
 	stop();
 }
 
+static uint32_t readdirplus(void)
+{
+	struct nfsd_call *call = fake_client_call(NFS3PROC_READDIRPLUS, &alice);
+	READDIRPLUS3args *a = call->args;
+
+	a->dir = fh3(dir_fh, sizeof(dir_fh));
+	a->dircount = 4096;
+	a->maxcount = 16384;
+	return fake_dispatch(call);
+}
+
+static void test_listing_revalidate(void)
+{
+	acdir = 1;
+	start();
+	readdirplus_warm();
+	uint32_t x = readdirplus();
+	struct fake_call *c = fake_pending_nth(NFS3PROC_ACCESS, 0);
+	if (!c)
+		fake_bail_out("no ACCESS before a listing from the cache");
+	ACCESS3res ar = fake_access3res(ACCESS3_READ | ACCESS3_LOOKUP, &dir_attrs);
+	fake_complete(c, UPSTREAM_OK, &ar);
+	const struct fake_reply *r = fake_wait_reply(x);
+	is_int(r ? (long long)r->status : -1, NFS3_OK, "READDIRPLUS answered from the listing");
+	is_int(fake_sent(NFS3PROC_READDIRPLUS), 1, "one upstream READDIRPLUS so far");
+
+	fake_run_for(1.2);   /* the directory's TTL (acdirmax 1 s) is over */
+	x = readdirplus();
+	c = fake_pending_nth(NFS3PROC_GETATTR, 0);
+	ok(c != NULL && fake_pending(NFS3PROC_READDIRPLUS) == 0,
+	   "past the TTL: one GETATTR of the directory, no READDIRPLUS");
+	if (!c)
+		fake_bail_out("no GETATTR");
+	GETATTR3res gr = fake_getattr3res(&dir_attrs);
+	fake_complete(c, UPSTREAM_OK, &gr);
+	r = fake_wait_reply(x);
+	is_int(r ? (long long)r->status : -1, NFS3_OK, "unchanged: answered from the listing");
+	is_int(fake_sent(NFS3PROC_READDIRPLUS), 1, "still one upstream READDIRPLUS");
+	is_int(stats.cache_readdir_hits, 2, "cache.readdir.hits 2");
+
+	fake_run_for(1.2);
+	x = readdirplus();
+	c = fake_pending_nth(NFS3PROC_GETATTR, 0);
+	if (!c)
+		fake_bail_out("no second GETATTR");
+	fattr3 changed = dir_attrs;
+	changed.mtime.nseconds = 1;
+	gr = fake_getattr3res(&changed);
+	fake_complete(c, UPSTREAM_OK, &gr);
+	ok(fake_wait_pending(NFS3PROC_READDIRPLUS, 1), "changed: the READDIRPLUS goes upstream");
+	fake_complete_status(fake_pending_nth(NFS3PROC_READDIRPLUS, 0), NFS3ERR_IO);
+	r = fake_wait_reply(x);
+	is_int(r ? (long long)r->status : -1, NFS3ERR_IO, "with the upstream's answer");
+	stop();
+	acdir = 60;
+}
+
 static void test_off(void)
 {
 	metadata_on = 0;
@@ -373,6 +433,7 @@ int main(void)
 	test_lookup();
 	test_negative_create();
 	test_null_fsinfo();
+	test_listing_revalidate();
 	test_off();
 
 	ev_loop_destroy(lp);
