@@ -164,7 +164,9 @@ done
 
 # ---- changes made elsewhere ---------------------------------------------------------
 # seen PORT DIRFH NAME PATH ACTION: LOOKUP NAME (its answer confirms the
-# directory's attributes: its TTL starts), then ACTION (create or remove)
+# directory's attributes: its TTL starts), LOOKUP NAME again (from the
+# cache: nfscached learns the caller's grant on the directory now, while
+# the directory is unchanged, if it did not know it), then ACTION (create or remove)
 # PATH directly, LOOKUP at once, then every 0.1 s until the answer is not
 # the first one's (10 s at most): the times are from the ACTION; polls
 # counts the LOOKUPs after the one at once.
@@ -182,6 +184,7 @@ def lookup():
 
 before = lookup()
 t_before = time.monotonic()
+again = lookup()
 if action == "create":
     with open(path, "wb") as f:
         f.write(b"made elsewhere\n")
@@ -197,6 +200,8 @@ while last["nfs_status"] == before["nfs_status"] and time.monotonic() - t0 < 10:
     polls += 1
 print("before: %s" % before["nfs_status"])
 print("before_fh: %s" % before.get("fh", "-"))
+print("again: %s" % again["nfs_status"])
+print("again_fh: %s" % again.get("fh", "-"))
 print("action_after_ms: %d" % ((t0 - t_before) * 1000))
 print("at_once: %s" % at_once["nfs_status"])
 print("at_once_fh: %s" % at_once.get("fh", "-"))
@@ -212,8 +217,8 @@ snap e0
 seen "$PORT" "$DIR" late "$EXPORT_DIR/neg/late" create > "$T_TMP/late.out" 2>&1
 snap e1
 lv() { val "$T_TMP/late.out" "$1"; }
-is "$(lv before)" NFS3ERR_NOENT "elsewhere: LOOKUP of a name not there yet: NFS3ERR_NOENT" ||
-    diag "$(cat "$T_TMP/late.out")"
+is "$(lv before) $(lv again)" "NFS3ERR_NOENT NFS3ERR_NOENT" \
+    "elsewhere: LOOKUP of a name not there yet, twice: NFS3ERR_NOENT" || diag "$(cat "$T_TMP/late.out")"
 is "$(lv at_once)" NFS3ERR_NOENT \
     "elsewhere: right after its creation in the export ($(lv at_once_ms) ms), still NFS3ERR_NOENT while the TTL holds"
 is "$(lv changed)" NFS3_OK "elsewhere: then found (after $(lv changed_ms) ms, $(lv polls) polls)"
@@ -223,8 +228,8 @@ num_ok "$(lv changed_ms)" -ge $(((TTL - 1) * 1000 - $(lv action_after_ms))) \
     "elsewhere: not before the TTL could have run out ($(lv changed_ms) ms)"
 up lookup "$DIR" late > "$T_TMP/up.out"
 is "$(lv changed_fh)" "$(val "$T_TMP/up.out" fh)" "elsewhere: with the upstream's handle"
-is "$(d e0 e1 cache.lookup.negative_hits)" "$(lv polls)" \
-    "elsewhere: each NFS3ERR_NOENT after the creation a negative hit ($(lv polls) of them)"
+is "$(d e0 e1 cache.lookup.negative_hits)" "$(($(lv polls) + 1))" \
+    "elsewhere: the second LOOKUP before and each NFS3ERR_NOENT after the creation a negative hit ($(($(lv polls) + 1)))"
 is "$(d e0 e1 upstream.calls.LOOKUP)" 2 "elsewhere: two upstream LOOKUPs: before the creation, and once the TTL ran out"
 
 sleep $((TTL + 1))      # the name's attributes and the directory's both past their TTL
@@ -232,8 +237,8 @@ snap g0
 seen "$PORT" "$DIR" late "$EXPORT_DIR/neg/late" remove > "$T_TMP/gone.out" 2>&1
 snap g1
 gv() { val "$T_TMP/gone.out" "$1"; }
-is "$(gv before) $(gv before_fh)" "NFS3_OK $(lv changed_fh)" "elsewhere: LOOKUP of the file: found" ||
-    diag "$(cat "$T_TMP/gone.out")"
+is "$(gv before) $(gv before_fh) $(gv again) $(gv again_fh)" "NFS3_OK $(lv changed_fh) NFS3_OK $(lv changed_fh)" \
+    "elsewhere: LOOKUP of the file, twice: found" || diag "$(cat "$T_TMP/gone.out")"
 is "$(gv at_once) $(gv at_once_fh)" "NFS3_OK $(lv changed_fh)" \
     "elsewhere: right after its removal in the export ($(gv at_once_ms) ms), still found while the TTL holds"
 is "$(gv changed)" NFS3ERR_NOENT "elsewhere: then NFS3ERR_NOENT (after $(gv changed_ms) ms)"

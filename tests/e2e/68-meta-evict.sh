@@ -5,7 +5,8 @@
 # READDIRPLUS listing of every directory, answer what the upstream answers
 # (status, handle, type, size, fileid, mtime; the names listed) while the
 # cache evicts (cache.metadata.evictions > 0); cache.metadata.entries,
-# sampled every 50 ms meanwhile, is never above 1000.
+# sampled every 50 ms meanwhile, is never above 1000.  Then 100 names
+# looked up twice: the second time all hits.
 TEST_TIMEOUT=${TEST_TIMEOUT:-180}
 . "$(dirname "$0")/../lib.sh"
 needs_daemon "the namespace cache of nfscached"
@@ -84,5 +85,19 @@ num_ok "$samples" -ge 10 "cache.metadata.entries sampled $samples times"
 num_ok "$most" -le "$MAX" "cache.metadata.entries never above $MAX (at most $most)"
 num_ok "$most" -ge $((MAX / 2)) "cache.metadata.entries reached $most: the cache was used up to its bound"
 num_ok "$(sv s1 cache.metadata.entries)" -le "$MAX" "cache.metadata.entries at the end: $(sv s1 cache.metadata.entries)"
-num_ok "$(d s0 s1 cache.lookup.hits)" -gt 0 "some LOOKUPs were hits even so ($(d s0 s1 cache.lookup.hits))"
+
+# the cache still works after all that: 100 names twice, the second time
+# every LOOKUP and GETATTR a hit
+for i in $(seq 0 99); do printf 'f%04d\n' "$i"; done > "$T_TMP/names.small"
+rpc statmany "${DIRS[0]}" --names-file "$T_TMP/names.small" --out "$T_TMP/small1" > "$T_TMP/small1.out" 2>&1
+snap s2
+rpc statmany "${DIRS[0]}" --names-file "$T_TMP/names.small" --out "$T_TMP/small2" > "$T_TMP/small2.out" 2>&1
+snap s3
+head -n 100 "$T_TMP/direct.e0" > "$T_TMP/small.direct"
+cmp -s "$T_TMP/small1" "$T_TMP/small.direct" && cmp -s "$T_TMP/small2" "$T_TMP/small.direct"
+ok $? "100 names twice: the upstream's answers"
+is "$(d s2 s3 cache.lookup.hits) $(d s2 s3 cache.attr.hits)" "100 100" \
+    "100 names again: every LOOKUP and GETATTR a hit"
+is "$(d s2 s3 upstream.calls.LOOKUP) $(d s2 s3 upstream.calls.GETATTR)" "0 0" \
+    "100 names again: no upstream LOOKUP or GETATTR"
 done_testing
