@@ -11,6 +11,8 @@
 #             acdirmax = 0: every GETATTR, LOOKUP (found or not), ACCESS
 #             and READDIRPLUS is forwarded: each upstream.calls.* counter
 #             grows by exactly the calls of its kind made, no cache.*.hits
+#   off       restarted with cache.metadata = no (ac* = 60): every call
+#             forwarded, no hits, no entries
 #   fs        FSINFO, PATHCONF, FSSTAT, MNT (the root's attributes fresh)
 #             and EXPORT twice: at most one upstream call each, the
 #             upstream's answers; NULL answered by
@@ -215,4 +217,48 @@ is "$(d z0 z1 cache.attr.hits) $(d z0 z1 cache.lookup.hits) $(d z0 z1 cache.look
     "0 0 0 0 0 0" "zero: no cache.*.hits (attr, lookup, negative, access, readdir, readlink)"
 is "$(d z0 z1 cache.attr.misses) $(d z0 z1 cache.lookup.misses) $(d z0 z1 cache.access.misses) $(d z0 z1 cache.readdir.misses)" \
     "$((2 * 2 * N)) $((2 * 2 * N)) $((2 * 2 * N)) $((2 * N))" "zero: every one of them a miss"
+
+# ---- off ----------------------------------------------------------------------------
+stop_nfscached
+ok $? "nfscached exits cleanly on SIGTERM (before the second restart)"
+if ! start_nfscached -o cache.metadata=no -o cache.acregmin=60 -o cache.acregmax=60 \
+        -o cache.acdirmin=60 -o cache.acdirmax=60 2>"$T_TMP/start.err"; then
+    ok 1 "nfscached starts again with cache.metadata = no"
+    diag "$(cat "$T_TMP/start.err")"
+    done_testing
+fi
+ok 0 "nfscached starts again with cache.metadata = no (ac* = 60)"
+# the calls of `zero` again, twice: nothing from the namespace cache
+snap o0
+timeout -k 5 60 python3 - "$top_srcdir/tests" "$PORT" "$DIR" "$FH" "$N" > "$T_TMP/off.out" 2>&1 <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import rpc
+port, d, f, n = int(sys.argv[2]), bytes.fromhex(sys.argv[3]), bytes.fromhex(sys.argv[4]), int(sys.argv[5])
+calls = [("GETATTR", rpc.NFSPROC3_GETATTR, rpc.getattr_args(f)),
+         ("LOOKUP", rpc.NFSPROC3_LOOKUP, rpc.lookup_args(d, "f")),
+         ("LOOKUP", rpc.NFSPROC3_LOOKUP, rpc.lookup_args(d, "nothere")),
+         ("ACCESS", rpc.NFSPROC3_ACCESS, rpc.access_args(d, 0x1f)),
+         ("READDIRPLUS", rpc.NFSPROC3_READDIRPLUS, rpc.readdirplus_args(d)),
+         ("READDIR", rpc.NFSPROC3_READDIR, rpc.readdir_args(d)),
+         ("FSINFO", rpc.NFSPROC3_FSINFO, rpc.fh3(d)),
+         ("PATHCONF", rpc.NFSPROC3_PATHCONF, rpc.fh3(d))]
+made = {}
+c = rpc.Conn("127.0.0.1", port, timeout=20)
+for i in range(n):
+    for name, proc, a in calls:
+        rep, st = c.nfs(proc, a)
+        made[name] = made.get(name, 0) + 1
+c.close()
+for k, v in sorted(made.items()):
+    print("made.%s: %d" % (k, v))
+PY
+snap o1
+ov() { val "$T_TMP/off.out" "$1"; }
+for p in GETATTR LOOKUP ACCESS READDIRPLUS READDIR FSINFO PATHCONF; do
+    is "$(d o0 o1 "upstream.calls.$p")" "$(ov "made.$p")" "off: every $p forwarded (+$(ov "made.$p"))"
+done
+is "$(d o0 o1 cache.attr.hits) $(d o0 o1 cache.lookup.hits) $(d o0 o1 cache.lookup.negative_hits) $(d o0 o1 cache.access.hits) $(d o0 o1 cache.readdir.hits)" \
+    "0 0 0 0 0" "off: no cache.*.hits"
+is "$(sv o1 cache.metadata.entries)" 0 "off: cache.metadata.entries 0"
 done_testing

@@ -6,7 +6,8 @@
 # (status, handle, type, size, fileid, mtime; the names listed) while the
 # cache evicts (cache.metadata.evictions > 0); cache.metadata.entries,
 # sampled every 50 ms meanwhile, is never above 1000.  Then 100 names
-# looked up twice: the second time all hits.
+# looked up twice: the second time all hits; after nfscachectl
+# invalidate --all, none.
 TEST_TIMEOUT=${TEST_TIMEOUT:-180}
 . "$(dirname "$0")/../lib.sh"
 needs_daemon "the namespace cache of nfscached"
@@ -100,4 +101,18 @@ is "$(d s2 s3 cache.lookup.hits) $(d s2 s3 cache.attr.hits)" "100 100" \
     "100 names again: every LOOKUP and GETATTR a hit"
 is "$(d s2 s3 upstream.calls.LOOKUP) $(d s2 s3 upstream.calls.GETATTR)" "0 0" \
     "100 names again: no upstream LOOKUP or GETATTR"
+
+# invalidate --all empties the cache: the same 100 names go upstream again
+snap s4
+ctl invalidate --all > "$T_TMP/inv.out" 2>&1
+ok $? "nfscachectl invalidate --all" || diag "$(cat "$T_TMP/inv.out")"
+snap s5
+is "$(sv s5 cache.metadata.entries) $(d s4 s5 cache.metadata.invalidations)" "0 1" \
+    "invalidate --all: no entry left, cache.metadata.invalidations +1"
+rpc statmany "${DIRS[0]}" --names-file "$T_TMP/names.small" --out "$T_TMP/small3" > "$T_TMP/small3.out" 2>&1
+snap s6
+cmp -s "$T_TMP/small3" "$T_TMP/small.direct"
+ok $? "invalidate --all: the 100 names again: the upstream's answers"
+is "$(d s5 s6 upstream.calls.LOOKUP) $(d s5 s6 cache.lookup.hits)" "100 0" \
+    "invalidate --all: ... each LOOKUP asked upstream"
 done_testing
