@@ -108,8 +108,8 @@ is "$(d w0 w1 cache.lookup.hits)" "$((NDIRS + NENT))" \
 is "$(d w0 w1 cache.attr.hits)" "$NENT" "walk 1: every GETATTR a hit (cache.attr.hits +$NENT)"
 is "$(d w0 w1 cache.lookup.misses) $(d w0 w1 cache.attr.misses)" "0 0" \
     "walk 1: no LOOKUP or GETATTR miss"
-num_ok "$(sv w1 cache.metadata.entries)" -ge $((NENT + NDIRS + 1)) \
-    "walk 1: cache.metadata.entries holds the tree ($(sv w1 cache.metadata.entries) >= $((NENT + NDIRS + 1)))"
+num_ok "$(sv w1 cache.metadata.entries)" -ge $((2 * (NENT + NDIRS) + 1)) \
+    "walk 1: cache.metadata.entries holds the tree, a node and a name per entry ($(sv w1 cache.metadata.entries) >= $((2 * (NENT + NDIRS) + 1)))"
 
 # ---- walk 2 ----------------------------------------------------------------------
 walk walk2

@@ -7,6 +7,10 @@
 #             cache), and the new ones within the TTL + 1 s of the GETATTR
 #             that confirmed the old ones; a SETATTR through nfscached is
 #             seen at once
+#   clamp     acregmin = 1, acregmax = 4: a change made directly is seen
+#             after about 1 s for a file just written, 2 s for one written
+#             20 s before, 4 s for one written an hour before
+#             (clamp((now - mtime) / 10, acregmin, acregmax))
 #   zero      nfscached restarted with acregmin = acregmax = acdirmin =
 #             acdirmax = 0: every GETATTR, LOOKUP (found or not), ACCESS
 #             and READDIRPLUS is forwarded: each upstream.calls.* counter
@@ -152,6 +156,64 @@ rpc fsstat "$DIR" > "$T_TMP/fsstat.3.out"
 snap f3
 is "$(fsv fsstat.3 nfs_status) $(d f2 f3 upstream.calls.FSSTAT)" "NFS3_OK 1" \
     "fs: FSSTAT after acregmin: asked upstream again"
+
+# ---- clamp --------------------------------------------------------------------------
+# acregmin = 1, acregmax = 4: the TTL is clamp((now - mtime) / 10, 1, 4):
+# about 1 s for a file just written, 2 s for one written 20 s ago, 4 s for
+# one written an hour ago.  Each is changed directly (chmod) right after a
+# GETATTR through nfscached confirmed its attributes; polled every 50 ms.
+stop_nfscached
+ok $? "nfscached exits cleanly on SIGTERM (before the restart)"
+if ! start_nfscached -o cache.metadata=yes -o cache.acregmin=1 -o cache.acregmax=4 \
+        -o cache.acdirmin=1 -o cache.acdirmax=4 2>"$T_TMP/start.err"; then
+    ok 1 "nfscached starts again with acregmin = 1, acregmax = 4"
+    diag "$(cat "$T_TMP/start.err")"
+    done_testing
+fi
+ok 0 "nfscached starts again with acregmin = 1, acregmax = 4"
+for f in new mid old; do echo "$f" > "$EXPORT_DIR/d/$f"; chmod 644 "$EXPORT_DIR/d/$f"; done
+touch -d '20 seconds ago' "$EXPORT_DIR/d/mid"
+touch -d '1 hour ago' "$EXPORT_DIR/d/old"
+CF=()
+for f in new mid old; do
+    rpc lookup "$DIR" "$f" > "$T_TMP/r.out"
+    CF+=("$(rv fh)")
+done
+timeout -k 5 60 python3 - "$top_srcdir/tests" "$PORT" "$EXPORT_DIR/d" "${CF[@]}" > "$T_TMP/clamp.out" 2>&1 <<'PY'
+import os, sys, time
+sys.path.insert(0, sys.argv[1])
+import rpc
+port, d = int(sys.argv[2]), sys.argv[3]
+files = dict(zip(("new", "mid", "old"), (bytes.fromhex(h) for h in sys.argv[4:7])))
+c = rpc.Conn("127.0.0.1", port, timeout=20)
+
+def mode(fh):
+    rep, st = c.nfs(rpc.NFSPROC3_GETATTR, rpc.getattr_args(fh))
+    return rpc.decode_getattr(rep.body).get("mode") if rep.ok() else rep.summary()
+
+time.sleep(4.3)             # what the LOOKUPs brought is past its TTL
+t0, first, seen = {}, {}, {}
+for name, fh in files.items():
+    first[name] = mode(fh)          # forwarded: confirms the attributes now
+    t0[name] = time.monotonic()
+    os.chmod(os.path.join(d, name), 0o600)
+while len(seen) < len(files) and time.monotonic() - min(t0.values()) < 8:
+    for name, fh in files.items():
+        if name not in seen and mode(fh) == "600":
+            seen[name] = time.monotonic() - t0[name]
+    time.sleep(0.05)
+for name in files:
+    print("%s.first: %s" % (name, first[name]))
+    print("%s.ms: %d" % (name, seen[name] * 1000 if name in seen else -1))
+PY
+clv() { val "$T_TMP/clamp.out" "$1"; }
+is "$(clv new.first) $(clv mid.first) $(clv old.first)" "644 644 644" "clamp: the three files' modes through nfscached" ||
+    diag "$(cat "$T_TMP/clamp.out")"
+for f in "new 800 1800" "mid 1900 3600" "old 3400 5000"; do
+    set -- $f
+    num_ok "$(clv "$1.ms")" -ge "$2" "clamp: the chmod of $1 not seen for ${2} ms at least ($(clv "$1.ms") ms)"
+    num_ok "$(clv "$1.ms")" -le "$3" "clamp: ... and seen within $3 ms"
+done
 
 # ---- zero ---------------------------------------------------------------------------
 stop_nfscached
