@@ -12,8 +12,8 @@
 #             20 s before, 4 s for one written an hour before
 #             (clamp((now - mtime) / 10, acregmin, acregmax))
 #   zero      nfscached restarted with acregmin = acregmax = acdirmin =
-#             acdirmax = 0: every GETATTR, LOOKUP (found or not), ACCESS
-#             and READDIRPLUS is forwarded: each upstream.calls.* counter
+#             acdirmax = 0: every GETATTR, LOOKUP (found or not), ACCESS,
+#             READDIRPLUS and READDIR is forwarded: each upstream.calls.* counter
 #             grows by exactly the calls of its kind made, no cache.*.hits
 #   off       restarted with cache.metadata = no (ac* = 60): every call
 #             forwarded, no hits, no entries
@@ -230,7 +230,7 @@ N=6
 snap z0
 # each call N times on one connection (a fresh XID each): GETATTR of f and
 # of d, LOOKUP of f and of a missing name, ACCESS of f and of d, READDIRPLUS
-# of d (one page); then the same on a second connection
+# and READDIR of d (one page); then the same on a second connection
 timeout -k 5 60 python3 - "$top_srcdir/tests" "$PORT" "$DIR" "$FH" "$N" > "$T_TMP/zero.out" 2>&1 <<'PY'
 import sys
 sys.path.insert(0, sys.argv[1])
@@ -242,7 +242,8 @@ calls = [("GETATTR", rpc.NFSPROC3_GETATTR, rpc.getattr_args(f), "NFS3_OK"),
          ("LOOKUP", rpc.NFSPROC3_LOOKUP, rpc.lookup_args(d, "nothere"), "NFS3ERR_NOENT"),
          ("ACCESS", rpc.NFSPROC3_ACCESS, rpc.access_args(f, 0x3f), "NFS3_OK"),
          ("ACCESS", rpc.NFSPROC3_ACCESS, rpc.access_args(d, 0x1f), "NFS3_OK"),
-         ("READDIRPLUS", rpc.NFSPROC3_READDIRPLUS, rpc.readdirplus_args(d), "NFS3_OK")]
+         ("READDIRPLUS", rpc.NFSPROC3_READDIRPLUS, rpc.readdirplus_args(d), "NFS3_OK"),
+         ("READDIR", rpc.NFSPROC3_READDIR, rpc.readdir_args(d), "NFS3_OK")]
 made, wrong = {}, []
 for conn in range(2):
     c = rpc.Conn("127.0.0.1", port, timeout=20)
@@ -263,7 +264,7 @@ PY
 snap z1
 zv() { val "$T_TMP/zero.out" "$1"; }
 is "$(zv wrong)" 0 "zero: every call answered as expected ($(zv first_wrong))" || diag "$(cat "$T_TMP/zero.out")"
-for p in GETATTR LOOKUP ACCESS READDIRPLUS; do
+for p in GETATTR LOOKUP ACCESS READDIRPLUS READDIR; do
     is "$(d z0 z1 "upstream.calls.$p")" "$(zv "made.$p")" \
         "zero: every $p forwarded (upstream.calls.$p +$(zv "made.$p"), the calls made)"
 done
@@ -278,7 +279,7 @@ is "$total" "$(zv made)" "zero: no other call went upstream (the upstream.calls.
 is "$(d z0 z1 cache.attr.hits) $(d z0 z1 cache.lookup.hits) $(d z0 z1 cache.lookup.negative_hits) $(d z0 z1 cache.access.hits) $(d z0 z1 cache.readdir.hits) $(d z0 z1 cache.readlink.hits)" \
     "0 0 0 0 0 0" "zero: no cache.*.hits (attr, lookup, negative, access, readdir, readlink)"
 is "$(d z0 z1 cache.attr.misses) $(d z0 z1 cache.lookup.misses) $(d z0 z1 cache.access.misses) $(d z0 z1 cache.readdir.misses)" \
-    "$((2 * 2 * N)) $((2 * 2 * N)) $((2 * 2 * N)) $((2 * N))" "zero: every one of them a miss"
+    "$((2 * 2 * N)) $((2 * 2 * N)) $((2 * 2 * N)) $((2 * 2 * N))" "zero: every one of them a miss"
 
 # ---- off ----------------------------------------------------------------------------
 stop_nfscached
