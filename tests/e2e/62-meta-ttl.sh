@@ -1,26 +1,27 @@
 #!/bin/bash
 # 62-meta-ttl: attributes through the namespace cache keep their TTL, no
-# longer, and all ac* = 0 caches nothing.
+# longer; all ac* = 0 caches nothing; cache.metadata = no turns it off.
 #   ttl       acregmin = acregmax = 2 (acdir* 2): a file's mode and size
 #             changed directly in the export: GETATTR through nfscached
 #             still shows the old ones right after the change (from the
 #             cache), and the new ones within the TTL + 1 s of the GETATTR
 #             that confirmed the old ones; a SETATTR through nfscached is
-#             seen at once
-#   clamp     acregmin = 1, acregmax = 4: a change made directly is seen
-#             after about 1 s for a file just written, 2 s for one written
-#             20 s before, 4 s for one written an hour before
-#             (clamp((now - mtime) / 10, acregmin, acregmax))
-#   zero      nfscached restarted with acregmin = acregmax = acdirmin =
-#             acdirmax = 0: every GETATTR, LOOKUP (found or not), ACCESS,
-#             READDIRPLUS and READDIR is forwarded: each upstream.calls.* counter
-#             grows by exactly the calls of its kind made, no cache.*.hits
-#   off       restarted with cache.metadata = no (ac* = 60): every call
-#             forwarded, no hits, no entries
+#             seen at once; cached attributes are the upstream's to the
+#             nanosecond
 #   fs        FSINFO, PATHCONF, FSSTAT, MNT (the root's attributes fresh)
 #             and EXPORT twice: at most one upstream call each, the
-#             upstream's answers; NULL answered by
-#             nfscached; FSSTAT asked again after acregmin
+#             upstream's answers; NULL answered by nfscached; FSSTAT asked
+#             again after acregmin
+#   clamp     restarted with acregmin = 1, acregmax = 4: a change made
+#             directly is seen after about 1 s for a file just written, 2 s
+#             for one written 20 s before, 4 s for one written an hour
+#             before (clamp((now - mtime) / 10, acregmin, acregmax))
+#   zero      restarted with acregmin = acregmax = acdirmin = acdirmax = 0:
+#             every GETATTR, LOOKUP (found or not), ACCESS, READDIRPLUS and
+#             READDIR is forwarded: each upstream.calls.* counter grows by
+#             exactly the calls of its kind made, no cache.*.hits
+#   off       restarted with cache.metadata = no (ac* = 60): every call
+#             forwarded, no hits, no entries
 TEST_TIMEOUT=${TEST_TIMEOUT:-120}
 . "$(dirname "$0")/../lib.sh"
 needs_daemon "the namespace cache of nfscached"
