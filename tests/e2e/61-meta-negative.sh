@@ -14,6 +14,9 @@
 #               the cache right after the creation), and is seen within
 #               acdirmax + 1 s of it with its upstream handle; a file
 #               removed directly is gone within acdirmax + 1 s likewise
+#   race        a LOOKUP of a name racing a CREATE or REMOVE of it through
+#               nfscached (the upstream frozen while both are sent): the
+#               next LOOKUP answers as the directory now is
 #   credential  uid 1000 asking LOOKUP (found or not), READDIRPLUS, READDIR
 #               and ACCESS of a 0700 directory of root's just after root
 #               did (and the answers were cached) gets the upstream's
@@ -114,6 +117,68 @@ step lookup-renamed lookup "$DIR" moved
 is "$(nv lookup-renamed nfs_status) $(nv lookup-renamed fh)" "NFS3_OK $O" \
     "lookup-renamed: LOOKUP moved at once: NFS3_OK with the handle CREATE gave (upstream LOOKUPs: $(d lookup-renamed.a lookup-renamed.b upstream.calls.LOOKUP))"
 looked lookup-renamed-old orig NFS3ERR_NOENT
+
+# ---- a LOOKUP racing a change through nfscached ------------------------------------
+# The upstream frozen (SIGSTOP), a LOOKUP of a name not cached is sent,
+# then (0 to 5 ms later, on another connection) a CREATE of that name, or
+# a REMOVE of it; the upstream resumes.  Whatever the racing LOOKUP
+# answers, the LOOKUP after both replies (a third connection) answers as the
+# directory now is: found after the CREATE (with its handle), NFS3ERR_NOENT
+# after the REMOVE.  (A reply to a call sent before a change of ours
+# completed must not undo it.)
+mkdir "$EXPORT_DIR/race"
+RACE=$(fh_of race)
+for i in $(seq 0 19); do echo "$i" > "$EXPORT_DIR/race/old$i"; done
+timeout -k 5 90 python3 - "$top_srcdir/tests" "$PORT" "$RACE" "$GANESHA_PID" > "$T_TMP/race.out" 2>&1 <<'PY'
+import os, signal, sys, time
+sys.path.insert(0, sys.argv[1])
+import rpc
+port, d, gpid = int(sys.argv[2]), bytes.fromhex(sys.argv[3]), int(sys.argv[4])
+conn = lambda: rpc.Conn("127.0.0.1", port, timeout=20)
+delays = [0, 0.0005, 0.002, 0.005]
+racing = {}
+for kind in ("create", "remove"):
+    wrong = 0
+    for i in range(20):
+        name = ("new%d" if kind == "create" else "old%d") % i
+        a, b, c = conn(), conn(), conn()
+        c.nfs(rpc.NFSPROC3_ACCESS, rpc.access_args(d, 0x1f))     # the grant known
+        change = (rpc.NFSPROC3_CREATE, rpc.create_args(d, name)) if kind == "create" else \
+                 (rpc.NFSPROC3_REMOVE, rpc.remove_args(d, name))
+        lx, lrec = a.build(rpc.NFS_PROGRAM, rpc.NFS_V3, rpc.NFSPROC3_LOOKUP, rpc.lookup_args(d, name))
+        cx, crec = b.build(rpc.NFS_PROGRAM, rpc.NFS_V3, *change)
+        os.kill(gpid, signal.SIGSTOP)
+        try:
+            a.send_raw(lrec)
+            time.sleep(delays[i % 4])
+            b.send_raw(crec)
+            time.sleep(0.05)
+        finally:
+            os.kill(gpid, signal.SIGCONT)
+        cr, lr = b.recv_reply(cx), a.recv_reply(lx)
+        st = rpc.nfs_status(lr.body)
+        racing[kind + " " + st] = racing.get(kind + " " + st, 0) + 1
+        made = rpc.decode_create(cr.body) if kind == "create" else rpc.decode_status(cr.body)
+        rep, st = c.nfs(rpc.NFSPROC3_LOOKUP, rpc.lookup_args(d, name))
+        got = rpc.decode_lookup(rep.body)
+        if kind == "create":
+            good = made["nfs_status"] == "NFS3_OK" and got.get("fh") == made.get("fh")
+        else:
+            good = made["nfs_status"] == "NFS3_OK" and st == "NFS3ERR_NOENT"
+        if not good:
+            wrong += 1
+            print("%s.wrong.%s: %s %s, then LOOKUP %s" % (kind, name, kind.upper(), made["nfs_status"], st))
+        for x in (a, b, c):
+            x.close()
+    print("%s.wrong: %d" % (kind, wrong))
+print("racing_lookups: %s" % ", ".join("%s: %d" % kv for kv in sorted(racing.items())))
+PY
+rcv() { val "$T_TMP/race.out" "$1"; }
+is "$(rcv create.wrong)" 0 "race: after a CREATE racing a LOOKUP of its name, the name is found with its handle (20 times)" ||
+    diag "$(grep wrong "$T_TMP/race.out" | head -n 3)" "$(tail -n 3 "$T_TMP/race.out")"
+is "$(rcv remove.wrong)" 0 "race: after a REMOVE racing a LOOKUP of its name, NFS3ERR_NOENT (20 times)" ||
+    diag "$(grep wrong "$T_TMP/race.out" | head -n 3)"
+diag "racing LOOKUPs answered: $(rcv racing_lookups)"
 
 # ---- another credential ---------------------------------------------------------------
 # priv (0700, root's) holds secret: uid 0 lists it and looks up secret and
