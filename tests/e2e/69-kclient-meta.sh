@@ -8,7 +8,8 @@
 # export directory (the same busybox commands run there). The second VM's
 # walk reaches nfscached (its READDIR(PLUS), LOOKUP and READ calls are
 # counted) and is answered from the cache: no LOOKUP, GETATTR, READDIRPLUS,
-# READDIR, READ or ACCESS goes upstream. The TTLs are 600 s (the files are
+# READDIR, READ or ACCESS goes upstream, nor any call of its mount (MNT,
+# FSINFO, PATHCONF, NULL). The TTLs are 600 s (the files are
 # new: with the defaults their attributes would be trusted 3 s), as a
 # production proxy mounted with actimeo=600 would have them.
 TEST_TIMEOUT=${TEST_TIMEOUT:-300}
@@ -74,6 +75,10 @@ num_ok "$(d s1 s2 nfs3.calls.READ)" -gt 0 "second VM: the kernel sent READs"
 for p in LOOKUP GETATTR READDIRPLUS READDIR READ ACCESS; do
     is "$(d s1 s2 upstream.calls.$p)" 0 "second VM: no upstream $p ($(d s1 s2 nfs3.calls.$p) from the kernel)"
 done
+# the mount's own calls (MNT, FSINFO, PATHCONF, NULL) are answered locally too
+up2=$(awk 'NR == FNR { a[$1] = $2; next } $1 ~ /^upstream\.calls\./ { n += $2 - a[$1] } END { print n + 0 }' \
+    "$T_TMP/s1.stats" "$T_TMP/s2.stats")
+is "$up2" 0 "second VM: no upstream call at all, its mount included"
 diag "second VM, calls from the kernel: $(awk 'NR == FNR { a[$1] = $2; next }
     $1 ~ /^(nfs3|mount3)\.calls\./ && $2 - a[$1] > 0 { printf "%s %d ", $1, $2 - a[$1] }' \
     "$T_TMP/s1.stats" "$T_TMP/s2.stats")"
