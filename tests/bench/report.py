@@ -472,14 +472,17 @@ DESC = {
           "`nfscachectl flush` after the run.",
     "S5": "4 KiB random reads of a file already read whole through the target (warm), -j 1 and -j 16. "
           "CPU µs/call = nfscached utime+stime (/proc/PID/stat) during the run / calls.",
-    "S6": "W4: every file of a tree made in the export read whole (`tree`, -j 4 files at once), cold then warm.",
+    "S6": "W4: every file of a tree made in the export read whole (`tree`, -j 4 files at once), cold then warm. "
+          "The tree's mtimes are set a day back (an unchanged tree: the namespace cache trusts attributes "
+          "acregmax/acdirmax = 60 s rather than (now − mtime) / 10). \"meta=no\" (with S6_AB=1): nfscached "
+          "with `cache.metadata=no`.",
     "MEM": "Tiny files read once through nfscached (tree, -j 16), then nfscached restarted on the same cache "
            "directory and the tree read again.",
     "S7": "A fresh client walking a tree of small files with one call in flight (`nfsbench -w walk -j 1`: "
           "READDIRPLUS of each directory, then LOOKUP, ACCESS, GETATTR and READ of each file, raw NFSv3 calls "
           "after an untimed MNT), and `nfs-ls -R` of the same tree (timed as a whole, its mount included). "
           "cold = the first client after a start of the target (nfscached: empty caches), warm = a second "
-          "fresh client. \"meta=no\": nfscached with `cache.metadata=no`. Upstream calls are per pass "
+          "fresh client. The tree's mtimes are set a day back, as S6's. \"meta=no\": nfscached with `cache.metadata=no`. Upstream calls are per pass "
           "(mount included); metadata entries (`cache.metadata.entries`) and VmRSS are nfscached's after the "
           "pass. PROXY_V4 at 5 ms walks only the first files (see ms/file and the ratios, which compare rates).",
     "META": "Memory per namespace cache entry: a tree of tiny files walked without READs (`nfsbench -w walk -N "

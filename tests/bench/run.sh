@@ -50,6 +50,8 @@ CTL_TIMEOUT=30
 NFSCACHED_START_TIMEOUT=120     # opening an index of MEM_FILES objects
 NFSCACHED_UP_TIMEOUT=20
 NFSCACHED_STOP_TIMEOUT=300      # SIGTERM writes dirty data back first
+# the daemon's own default (the end-to-end tests' configuration turns it off)
+NFSCACHED_METADATA=${NFSCACHED_METADATA:-yes}
 
 # PROXY_V4 over a 5 ms link answers a few dozen small calls a second: it
 # gets at most PROXY_CAP calls (files for trees) of S2, S3 and S6, and its
@@ -451,8 +453,24 @@ s5() {
     done
 }
 
+# age_tree DIR: the mtimes (and atimes) of everything under $EXPORT_DIR/DIR
+# set a day back, as those of a tree nobody changed lately: the namespace
+# cache then trusts their attributes acregmax/acdirmax seconds (60), where
+# a tree made a minute ago would get (now - mtime) / 10, a few seconds
+age_tree() {
+    python3 - "$EXPORT_DIR/$1" <<'EOF'
+import os, sys, time
+t = time.time() - 86400
+for d, _, files in os.walk(sys.argv[1], topdown=False):
+    for f in files:
+        os.utime(os.path.join(d, f), (t, t), follow_symlinks=False)
+    os.utime(d, (t, t))
+EOF
+}
+
 # make_tree DIR FILES SIZE LIST: FILES files of SIZE bytes in 100 files per
-# directory under $EXPORT_DIR/DIR, their paths (relative to DIR) into LIST
+# directory under $EXPORT_DIR/DIR, their paths (relative to DIR) into LIST;
+# aged (age_tree)
 make_tree() {
     python3 - "$EXPORT_DIR/$1" "$2" "$3" "$4" <<'EOF'
 import os, sys
@@ -470,6 +488,7 @@ with open(listfile, "w") as lf:
             f.write(blob[off:off + size])
         lf.write(rel + "\n")
 EOF
+    age_tree "$1"
 }
 
 # S6 (W4): read a tree of S6_FILES files whole, -j 4, cold then warm.
@@ -497,7 +516,7 @@ s6() {
 }
 
 # make_dirs DIR NDIRS NFILES SIZE: NFILES files of SIZE bytes spread evenly
-# over NDIRS directories under $EXPORT_DIR/DIR (d000/f0000...)
+# over NDIRS directories under $EXPORT_DIR/DIR (d000/f0000...); aged
 make_dirs() {
     python3 - "$EXPORT_DIR/$1" "$2" "$3" "$4" <<'EOF'
 import os, sys
@@ -509,6 +528,7 @@ for i in range(n):
     with open(os.path.join(root, "d%03d" % (i % nd), "f%04d" % i), "wb") as f:
         f.write(blob[i % 4096:i % 4096 + size])
 EOF
+    age_tree "$1"
 }
 
 # S7: a fresh client walking a tree of S7_FILES small files in S7_DIRS
