@@ -181,6 +181,10 @@ def machine(srcdir):
     for pkg in ("nfs-ganesha", "nfs-ganesha-proxy-v4", "libnfs13"):
         v[pkg] = sh("dpkg-query -W -f='${Version}' %s 2>/dev/null" % pkg) or "?"
     m["os"] = sh(". /etc/os-release 2>/dev/null && echo \"$PRETTY_NAME\"")
+    try:
+        m["loadavg_at_end"] = " ".join(open("/proc/loadavg").read().split()[:3])
+    except OSError:
+        pass
     return m, v
 
 
@@ -552,6 +556,9 @@ def cmd_report(a):
     L.append("- nfscached %s (git %s); nfs-ganesha %s (FSAL VFS upstream, FSAL PROXY_V4 peer %s); libnfs %s" %
              (v.get("nfscached"), v.get("nfscached_git"), v.get("nfs-ganesha"), v.get("nfs-ganesha-proxy-v4"),
               v.get("libnfs13")))
+    L.append("- load average (1, 5, 15 min) at the start %s, at the end %s (other work on the machine "
+             "shares its cores: compare ratios measured in one run)" %
+             (params.get("loadavg_at_start", "?"), m.get("loadavg_at_end", "?")))
     L.append("- elapsed: %s; total %s s%s\n" % (", ".join("%s %d s" % e for e in elapsed), a.total,
                                                 " (this run)" if earlier else ""))
     L.append("## Setup\n")

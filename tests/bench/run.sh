@@ -567,7 +567,7 @@ s7() {
 # cache.metadata=yes, then =no; bytes per entry = (RSS growth with - RSS
 # growth without) / cache.metadata.entries.
 meta() {
-    local v rss0 rss1 ent st gy=0 gn=0 ey=0
+    local v rss0 rss1 ent st sy= gy=0 gn=0 ey=0
     [ -d "$EXPORT_DIR/meta" ] || make_tree meta "$META_FILES" 64 "$T_TMP/meta.list"
     for v in yes no; do
         bench_nfscached -o cache.metadata=$v
@@ -579,11 +579,11 @@ meta() {
         st=$(ctl status | awk '/meta/ { printf "%s=%s ", $1, $2 }')
         stop_nfscached
         log "  metadata=$v: VmRSS $rss0 -> $rss1 KiB, ${ent:-?} entries ${st}"
-        if [ "$v" = yes ]; then gy=$((rss1 - rss0)) ey=${ent:-0}; else gn=$((rss1 - rss0)); fi
+        if [ "$v" = yes ]; then gy=$((rss1 - rss0)) ey=${ent:-0} sy=$st; else gn=$((rss1 - rss0)); fi
     done
     python3 "$REPORT_PY" note "$RESULTS" --id "META.summary" --scenario META --delay "$DELAY" \
         --extra "{\"files\": $META_FILES, \"rss_growth_on_kb\": $gy, \"rss_growth_off_kb\": $gn,
-                 \"entries\": $ey, \"status\": \"$st\", \"bytes_per_entry\": $(
+                 \"entries\": $ey, \"status_on\": \"$sy\", \"bytes_per_entry\": $(
                      [ "$ey" -gt 0 ] && echo $(( (gy - gn) * 1024 / ey )) || echo null)}"
 }
 
@@ -639,7 +639,7 @@ fi
 start_upstream 2>"$T_TMP/upstream.err" || die "upstream ganesha: $(tr '\n' ' ' <"$T_TMP/upstream.err")"
 log "upstream ganesha pid $GANESHA_PID on $UP_NFS_PORT/$UP_MNT_PORT"
 cat > "$RES/params.json" <<EOF
-{"quick": $QUICK, "nfscached_asan_build": $ASAN, "PROXY_CAP_at_5ms": $PROXY_CAP, "scenarios": "$SCENARIOS", "delays": "$DELAYS", "targets": "$TARGETS",
+{"quick": $QUICK, "loadavg_at_start": "$(cut -d' ' -f1-3 /proc/loadavg)", "nfscached_asan_build": $ASAN, "PROXY_CAP_at_5ms": $PROXY_CAP, "scenarios": "$SCENARIOS", "delays": "$DELAYS", "targets": "$TARGETS",
  "S1_SIZE_MiB": $S1_SIZE, "S2_SIZE_MiB": $S2_SIZE, "S2_WRITES": $S2_WRITES, "S2_READS": $S2_READS,
  "S3_SIZE_MiB": $S3_SIZE, "S3_REQS": $S3_REQS, "S4_SIZE_MiB": $S4_SIZE, "S4_BLOCK": "$S4_BLOCK",
  "S5_REQS": $S5_REQS, "S5_REQS_REF": $S5_REQS_REF, "S6_FILES": $S6_FILES,

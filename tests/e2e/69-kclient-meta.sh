@@ -83,8 +83,8 @@ diag "second VM, calls from the kernel: $(awk 'NR == FNR { a[$1] = $2; next }
     $1 ~ /^(nfs3|mount3)\.calls\./ && $2 - a[$1] > 0 { printf "%s %d ", $1, $2 - a[$1] }' \
     "$T_TMP/s1.stats" "$T_TMP/s2.stats")"
 diag "second VM, upstream calls: $(awk 'NR == FNR { a[$1] = $2; next }
-    $1 ~ /^upstream\.calls\./ && $2 - a[$1] > 0 { printf "%s %d ", substr($1, 16), $2 - a[$1] }' \
-    "$T_TMP/s1.stats" "$T_TMP/s2.stats")(none other)"
+    $1 ~ /^upstream\.calls\./ && $2 - a[$1] > 0 { printf "%s %d ", substr($1, 16), $2 - a[$1]; n++ }
+    END { if (!n) print "none" }' "$T_TMP/s1.stats" "$T_TMP/s2.stats")"
 diag "second VM, namespace cache: $(awk 'NR == FNR { a[$1] = $2; next }
     $1 ~ /^cache\.(attr|lookup|readdir|access|readlink|metadata)\./ && $2 - a[$1] != 0 { printf "%s %d ", $1, $2 - a[$1] }' \
     "$T_TMP/s1.stats" "$T_TMP/s2.stats")"
