@@ -17,11 +17,11 @@
 #             for one written 20 s before, 4 s for one written an hour
 #             before (clamp((now - mtime) / 10, acregmin, acregmax))
 #   zero      restarted with acregmin = acregmax = acdirmin = acdirmax = 0:
-#             every GETATTR, LOOKUP (found or not), ACCESS, READDIRPLUS and
-#             READDIR is forwarded: each upstream.calls.* counter grows by
+#             every GETATTR, LOOKUP (found or not), ACCESS, READDIRPLUS,
+#             READDIR and NULL is forwarded: each upstream.calls.* counter grows by
 #             exactly the calls of its kind made, no cache.*.hits
 #   off       restarted with cache.metadata = no (ac* = 60): every call
-#             forwarded, no hits, no entries
+#             (NULL too) forwarded, no hits, no entries
 TEST_TIMEOUT=${TEST_TIMEOUT:-120}
 . "$(dirname "$0")/../lib.sh"
 needs_daemon "the namespace cache of nfscached"
@@ -231,7 +231,7 @@ N=6
 snap z0
 # each call N times on one connection (a fresh XID each): GETATTR of f and
 # of d, LOOKUP of f and of a missing name, ACCESS of f and of d, READDIRPLUS
-# and READDIR of d (one page); then the same on a second connection
+# and READDIR of d (one page), NULL; then the same on a second connection
 timeout -k 5 60 python3 - "$top_srcdir/tests" "$PORT" "$DIR" "$FH" "$N" > "$T_TMP/zero.out" 2>&1 <<'PY'
 import sys
 sys.path.insert(0, sys.argv[1])
@@ -244,7 +244,8 @@ calls = [("GETATTR", rpc.NFSPROC3_GETATTR, rpc.getattr_args(f), "NFS3_OK"),
          ("ACCESS", rpc.NFSPROC3_ACCESS, rpc.access_args(f, 0x3f), "NFS3_OK"),
          ("ACCESS", rpc.NFSPROC3_ACCESS, rpc.access_args(d, 0x1f), "NFS3_OK"),
          ("READDIRPLUS", rpc.NFSPROC3_READDIRPLUS, rpc.readdirplus_args(d), "NFS3_OK"),
-         ("READDIR", rpc.NFSPROC3_READDIR, rpc.readdir_args(d), "NFS3_OK")]
+         ("READDIR", rpc.NFSPROC3_READDIR, rpc.readdir_args(d), "NFS3_OK"),
+         ("NULL", rpc.NFSPROC3_NULL, b"", None)]
 made, wrong = {}, []
 for conn in range(2):
     c = rpc.Conn("127.0.0.1", port, timeout=20)
@@ -265,7 +266,7 @@ PY
 snap z1
 zv() { val "$T_TMP/zero.out" "$1"; }
 is "$(zv wrong)" 0 "zero: every call answered as expected ($(zv first_wrong))" || diag "$(cat "$T_TMP/zero.out")"
-for p in GETATTR LOOKUP ACCESS READDIRPLUS READDIR; do
+for p in GETATTR LOOKUP ACCESS READDIRPLUS READDIR NULL; do
     is "$(d z0 z1 "upstream.calls.$p")" "$(zv "made.$p")" \
         "zero: every $p forwarded (upstream.calls.$p +$(zv "made.$p"), the calls made)"
 done
@@ -306,7 +307,8 @@ calls = [("GETATTR", rpc.NFSPROC3_GETATTR, rpc.getattr_args(f)),
          ("READDIRPLUS", rpc.NFSPROC3_READDIRPLUS, rpc.readdirplus_args(d)),
          ("READDIR", rpc.NFSPROC3_READDIR, rpc.readdir_args(d)),
          ("FSINFO", rpc.NFSPROC3_FSINFO, rpc.fh3(d)),
-         ("PATHCONF", rpc.NFSPROC3_PATHCONF, rpc.fh3(d))]
+         ("PATHCONF", rpc.NFSPROC3_PATHCONF, rpc.fh3(d)),
+         ("NULL", rpc.NFSPROC3_NULL, b"")]
 made = {}
 c = rpc.Conn("127.0.0.1", port, timeout=20)
 for i in range(n):
@@ -319,7 +321,7 @@ for k, v in sorted(made.items()):
 PY
 snap o1
 ov() { val "$T_TMP/off.out" "$1"; }
-for p in GETATTR LOOKUP ACCESS READDIRPLUS READDIR FSINFO PATHCONF; do
+for p in GETATTR LOOKUP ACCESS READDIRPLUS READDIR FSINFO PATHCONF NULL; do
     is "$(d o0 o1 "upstream.calls.$p")" "$(ov "made.$p")" "off: every $p forwarded (+$(ov "made.$p"))"
 done
 is "$(d o0 o1 cache.attr.hits) $(d o0 o1 cache.lookup.hits) $(d o0 o1 cache.lookup.negative_hits) $(d o0 o1 cache.access.hits) $(d o0 o1 cache.readdir.hits)" \
