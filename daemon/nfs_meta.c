@@ -286,6 +286,8 @@ void nfsd_proc_getattr(struct nfsd_call *call)
 
 /* ---- LOOKUP (§3.3.3) ------------------------------------------------------ */
 
+static void prefetch_consider(struct nfsd_call *call, const nfs_fh3 *dir, const post_op_attr *da);
+
 static void lookup_fixup(struct nfsd_call *call, void *res)
 {
 	LOOKUP3res *r = res;
@@ -306,7 +308,142 @@ static void lookup_fixup(struct nfsd_call *call, void *res)
 			meta_name_negative(&a->what.dir, a->what.name, mseq);
 		}
 	}
+	if (r->status == NFS3_OK || r->status == NFS3ERR_NOENT)
+		prefetch_consider(call, &a->what.dir, r->status == NFS3_OK ?
+				  &r->LOOKUP3res_u.resok.dir_attributes :
+				  &r->LOOKUP3res_u.resfail.dir_attributes);
 	nfsd_attrs_snoop(call, res);
+}
+
+/* ---- reading a directory whose names are looked up one by one --------- */
+
+/*
+ * A client that looks names up one by one in a directory it never listed
+ * (open() or stat() of many files: a build, `git status`, an import path)
+ * would cost one round trip per name.  After PREFETCH_AFTER forwarded
+ * LOOKUPs in one directory within its TTL, nfscached reads the
+ * directory's listing itself, as the caller, with READDIRPLUS (the names,
+ * handles and attributes answer the LOOKUPs and GETATTRs that follow),
+ * unless the directory is larger than PREFETCH_DIR_MAX bytes or its listing
+ * is cached already.  One pass per directory at a time, none again within
+ * acdirmin of the last.
+ */
+#define PREFETCH_SLOTS 64                   /* directories tracked (direct-mapped) */
+#define PREFETCH_AFTER 2                    /* forwarded LOOKUPs before reading */
+#define PREFETCH_DIR_MAX (1024 * 1024)      /* bytes: the directory's size attribute */
+#define PREFETCH_PAGES 64                   /* READDIRPLUS pages of one pass at most */
+#define PREFETCH_DIRCOUNT 16384u            /* bytes of names per page */
+#define PREFETCH_MAXCOUNT 65536u            /* bytes per page (at most max_payload) */
+
+struct prefetch_slot {
+	uint8_t fh[NFS3_FHSIZE_MAX];
+	uint32_t fh_len;                    /* 0: free */
+	unsigned misses;                    /* forwarded LOOKUPs since `since` */
+	ev_tstamp since;
+	ev_tstamp done_at;                  /* the last pass ended (0: none) */
+	bool busy;                          /* a pass is in flight */
+};
+
+struct prefetch {
+	struct prefetch_slot *slot;
+	struct rpc_cred cred;
+	uint8_t fh[NFS3_FHSIZE_MAX];
+	READDIRPLUS3args args;
+	uint64_t mseq;                      /* meta_seq() when the page was asked */
+	unsigned pages;
+};
+
+static struct prefetch_slot prefetch_slots[PREFETCH_SLOTS];
+
+static struct prefetch_slot *prefetch_slot(const nfs_fh3 *dir)
+{
+	uint32_t h = 2166136261u;
+
+	for (uint32_t i = 0; i < dir->data.data_len; i++)
+		h = (h ^ (uint8_t)dir->data.data_val[i]) * 16777619u;
+	struct prefetch_slot *s = &prefetch_slots[h % PREFETCH_SLOTS];
+	if (s->fh_len == dir->data.data_len && memcmp(s->fh, dir->data.data_val, s->fh_len) == 0)
+		return s;
+	if (s->busy)
+		return NULL;   /* another directory's pass holds it */
+	memset(s, 0, sizeof(*s));
+	s->fh_len = dir->data.data_len;
+	memcpy(s->fh, dir->data.data_val, s->fh_len);
+	return s;
+}
+
+static void prefetch_send(struct prefetch *p);
+
+static void prefetch_done(void *priv, enum upstream_status st, void *res)
+{
+	struct prefetch *p = priv;
+	READDIRPLUS3res *r = res;
+	bool more = false;
+
+	if (st == UPSTREAM_OK && r->status == NFS3_OK && meta_on()) {
+		READDIRPLUS3resok *ok = &r->READDIRPLUS3res_u.resok;
+		record_post_op(&p->args.dir, &ok->dir_attributes, p->mseq);
+		meta_access_record(&p->args.dir, &p->cred, ACCESS3_READ, ACCESS3_READ, p->mseq);
+		meta_listing_plus(&p->args.dir, p->args.cookie, p->args.cookieverf, ok, p->mseq);
+		const entryplus3 *last = NULL;
+		for (const entryplus3 *e = ok->reply.entries; e; e = e->nextentry)
+			last = e;
+		if (!ok->reply.eof && last && ++p->pages < PREFETCH_PAGES) {
+			p->args.cookie = last->cookie;
+			memcpy(p->args.cookieverf, ok->cookieverf, NFS3_COOKIEVERFSIZE);
+			more = true;
+		}
+	}
+	if (more) {
+		prefetch_send(p);
+		return;
+	}
+	p->slot->busy = false;
+	p->slot->done_at = ev_now(nfsd.loop);
+	p->slot->misses = 0;
+	free(p);
+}
+
+static void prefetch_send(struct prefetch *p)
+{
+	p->mseq = meta_seq();
+	upstream_call(nfsd.upstream, proc_nfs3(NFS3PROC_READDIRPLUS), &p->args, &p->cred,
+		      prefetch_done, p);
+}
+
+/* A LOOKUP in `dir` went upstream and was answered (found or NOENT) with
+ * the directory's attributes `da` (NULL: none). */
+static void prefetch_consider(struct nfsd_call *call, const nfs_fh3 *dir, const post_op_attr *da)
+{
+	const struct cache_config *c = &nfsd.cfg.cache;
+
+	if (!meta_on() || !c->acdirmax || !da->attributes_follow ||
+	    da->post_op_attr_u.attributes.type != NF3DIR ||
+	    da->post_op_attr_u.attributes.size > PREFETCH_DIR_MAX ||
+	    dir->data.data_len < 1 || dir->data.data_len > NFS3_FHSIZE_MAX ||
+	    meta_listing_held(dir, true))
+		return;
+	struct prefetch_slot *s = prefetch_slot(dir);
+	ev_tstamp now = ev_now(nfsd.loop);
+	if (!s || s->busy || (s->done_at && now - s->done_at < (double)c->acdirmin))
+		return;
+	if (now - s->since > (double)c->acdirmax) {
+		s->misses = 0;
+		s->since = now;
+	}
+	if (++s->misses < PREFETCH_AFTER)
+		return;
+	struct prefetch *p = xcalloc(1, sizeof(*p));
+	p->slot = s;
+	s->busy = true;
+	p->cred = call->cred;
+	memcpy(p->fh, dir->data.data_val, dir->data.data_len);
+	p->args.dir.data.data_len = dir->data.data_len;
+	p->args.dir.data.data_val = (char *)p->fh;
+	p->args.maxcount = nfsd.max_payload < PREFETCH_MAXCOUNT ? nfsd.max_payload : PREFETCH_MAXCOUNT;
+	p->args.dircount = PREFETCH_DIRCOUNT < p->args.maxcount ? PREFETCH_DIRCOUNT : p->args.maxcount;
+	log_debug("meta: reading the listing of a directory looked up name by name");
+	prefetch_send(p);
 }
 
 static void lookup_try(struct nfsd_call *call)

@@ -16,7 +16,10 @@
  *   5. NULL answered locally; FSINFO twice: one upstream call;
  *   6. a listing past its directory's TTL: one GETATTR renews it when the
  *      directory is unchanged; a changed one sends the READDIRPLUS;
- *   7. cache.metadata = no: everything forwarded.
+ *   7. names looked up one by one in a directory never listed: after two
+ *      forwarded LOOKUPs its listing is read (READDIRPLUS, as the caller)
+ *      and the next names are answered from it;
+ *   8. cache.metadata = no: everything forwarded.
  */
 #include "config.h"
 
@@ -92,12 +95,14 @@ static uint32_t getattr(const uint8_t *fh, uint32_t len, const struct rpc_cred *
 	return fake_dispatch(call);
 }
 
+static uint8_t *lookup_dir = dir_fh;   /* the directory lookup() looks in */
+
 static uint32_t lookup(const char *name, const struct rpc_cred *cred)
 {
 	struct nfsd_call *call = fake_client_call(NFS3PROC_LOOKUP, cred);
 	LOOKUP3args *a = call->args;
 
-	a->what.dir = fh3(dir_fh, sizeof(dir_fh));
+	a->what.dir = fh3(lookup_dir, sizeof(dir_fh));
 	a->what.name = (char *)name;
 	return fake_dispatch(call);
 }
@@ -429,6 +434,95 @@ static void test_listing_revalidate(void)
 	acdir = 60;
 }
 
+static LOOKUP3res lookup3res(nfsstat3 status, uint8_t *fh, uint32_t len, const fattr3 *a,
+			     const fattr3 *dir)
+{
+	LOOKUP3res lr;
+
+	memset(&lr, 0, sizeof(lr));
+	lr.status = status;
+	if (status == NFS3_OK) {
+		lr.LOOKUP3res_u.resok.object = fh3(fh, len);
+		lr.LOOKUP3res_u.resok.obj_attributes.attributes_follow = 1;
+		lr.LOOKUP3res_u.resok.obj_attributes.post_op_attr_u.attributes = *a;
+		lr.LOOKUP3res_u.resok.dir_attributes.attributes_follow = 1;
+		lr.LOOKUP3res_u.resok.dir_attributes.post_op_attr_u.attributes = *dir;
+	} else {
+		lr.LOOKUP3res_u.resfail.dir_attributes.attributes_follow = 1;
+		lr.LOOKUP3res_u.resfail.dir_attributes.post_op_attr_u.attributes = *dir;
+	}
+	return lr;
+}
+
+static void test_prefetch(void)
+{
+	static uint8_t dir2_fh[sizeof(dir_fh)] = { 0xd2, 0x01, 0x02, 0x03 };
+
+	lookup_dir = dir2_fh;   /* a directory no other case looked up in */
+	start();
+	/* two names looked up upstream one by one */
+	uint32_t x = lookup("f", &alice);
+	LOOKUP3res lr = lookup3res(NFS3_OK, file_fh, sizeof(file_fh), &file_attrs, &dir_attrs);
+	fake_complete(fake_pending_nth(NFS3PROC_LOOKUP, 0), UPSTREAM_OK, &lr);
+	fake_wait_reply(x);
+	is_int(fake_sent(NFS3PROC_READDIRPLUS), 0, "one forwarded LOOKUP: the directory is not read");
+	x = lookup("nothere", &alice);
+	lr = lookup3res(NFS3ERR_NOENT, NULL, 0, NULL, &dir_attrs);
+	fake_complete(fake_pending_nth(NFS3PROC_LOOKUP, 0), UPSTREAM_OK, &lr);
+	fake_wait_reply(x);
+	struct fake_call *c = fake_pending_nth(NFS3PROC_READDIRPLUS, 0);
+	const READDIRPLUS3args *rp = c ? c->args : NULL;
+	ok(c && c->cred.uid == 1000 && rp->dir.data.data_len == sizeof(dir2_fh) &&
+	   memcmp(rp->dir.data.data_val, dir2_fh, sizeof(dir2_fh)) == 0 && rp->cookie == 0,
+	   "the second: nfscached reads the directory's listing as the caller");
+	if (!c)
+		fake_bail_out("no READDIRPLUS");
+	/* the listing: f and g, in two pages */
+	fattr3 g_attrs = test_fattr3(20, 1000, 0, 1, 4);
+	entryplus3 e[2];
+	memset(e, 0, sizeof(e));
+	e[0].fileid = 3; e[0].name = "f"; e[0].cookie = 1;
+	e[0].name_attributes.attributes_follow = 1;
+	e[0].name_attributes.post_op_attr_u.attributes = file_attrs;
+	e[0].name_handle.handle_follows = 1;
+	e[0].name_handle.post_op_fh3_u.handle = fh3(file_fh, sizeof(file_fh));
+	e[1].fileid = 4; e[1].name = "g"; e[1].cookie = 2;
+	e[1].name_attributes.attributes_follow = 1;
+	e[1].name_attributes.post_op_attr_u.attributes = g_attrs;
+	e[1].name_handle.handle_follows = 1;
+	e[1].name_handle.post_op_fh3_u.handle = fh3(new_fh, sizeof(new_fh));
+	READDIRPLUS3res res;
+	memset(&res, 0, sizeof(res));
+	res.status = NFS3_OK;
+	res.READDIRPLUS3res_u.resok.dir_attributes.attributes_follow = 1;
+	res.READDIRPLUS3res_u.resok.dir_attributes.post_op_attr_u.attributes = dir_attrs;
+	memcpy(res.READDIRPLUS3res_u.resok.cookieverf, "verfverf", 8);
+	res.READDIRPLUS3res_u.resok.reply.entries = &e[0];
+	fake_complete(c, UPSTREAM_OK, &res);
+	ok(fake_wait_pending(NFS3PROC_READDIRPLUS, 1), "not at its end: the next page is asked");
+	c = fake_pending_nth(NFS3PROC_READDIRPLUS, 0);
+	READDIRPLUS3args *ra = c->args;
+	ok(ra->cookie == 1 && memcmp(ra->cookieverf, "verfverf", 8) == 0,
+	   "from the last cookie, with the verifier");
+	res.READDIRPLUS3res_u.resok.reply.entries = &e[1];
+	res.READDIRPLUS3res_u.resok.reply.eof = 1;
+	fake_complete(c, UPSTREAM_OK, &res);
+	fake_run_for(0.01);
+	is_int(fake_sent(NFS3PROC_READDIRPLUS), 2, "two pages, then its end");
+
+	x = lookup("g", &alice);
+	const struct fake_reply *r = fake_reply_of(x);
+	ok(r && r->status == NFS3_OK && r->fh_len == sizeof(new_fh) &&
+	   memcmp(r->fh, new_fh, sizeof(new_fh)) == 0 && r->attrs.size == 20,
+	   "a name never looked up is answered from the listing read");
+	is_int(fake_sent(NFS3PROC_LOOKUP), 2, "with no LOOKUP upstream");
+	x = getattr(new_fh, sizeof(new_fh), &alice);
+	r = fake_reply_of(x);
+	ok(r && r->status == NFS3_OK && r->attrs.size == 20, "and its GETATTR too");
+	stop();
+	lookup_dir = dir_fh;
+}
+
 static void test_off(void)
 {
 	metadata_on = 0;
@@ -462,6 +556,7 @@ int main(void)
 	test_negative_create();
 	test_null_fsinfo();
 	test_listing_revalidate();
+	test_prefetch();
 	test_off();
 
 	ev_loop_destroy(lp);
