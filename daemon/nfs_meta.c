@@ -94,12 +94,19 @@ static void set_post_op(post_op_attr *pa, const nfs_fh3 *fh, const fattr3 *a)
 	patch(fh, &pa->post_op_attr_u.attributes);
 }
 
+/* Set while meta_getattr_end() wakes the waiters of a GETATTR the upstream
+ * did not answer in upstream.timeout_ms: they answer JUKEBOX at once rather
+ * than wait a whole timeout again each. */
+static bool getattr_timed_out;
+
 void nfsd_meta_op_free(struct nfsd_meta_op *m)
 {
-	if (m->getattr_begun) {   /* no result came: the waiters ask themselves */
+	if (m->getattr_begun) {   /* no result came */
 		nfs_fh3 fh = { .data = { m->fh_len, (char *)m->fh } };
 		m->getattr_begun = false;
+		getattr_timed_out = m->call->hstate && m->call->hstate->upstream_st == UPSTREAM_TIMEOUT;
 		meta_getattr_end(&fh);
+		getattr_timed_out = false;
 	}
 	free(m);
 }
@@ -242,7 +249,12 @@ static void getattr_try(struct nfsd_call *call);
 
 static void getattr_wake(struct meta_waiter *w)
 {
-	getattr_try(container_of(w, struct nfsd_meta_op, waiter)->call);
+	struct nfsd_call *call = container_of(w, struct nfsd_meta_op, waiter)->call;
+
+	if (getattr_timed_out)
+		call_reply_jukebox(call);   /* the upstream did not answer the one we waited for */
+	else
+		getattr_try(call);
 }
 
 static void getattr_try(struct nfsd_call *call)
@@ -657,7 +669,7 @@ static void readdir_try(struct nfsd_call *call)
 	const nfs_fh3 *dir = call->desc->proc == NFS3PROC_READDIR ?
 			     &((READDIR3args *)call->args)->dir : &((READDIRPLUS3args *)call->args)->dir;
 	fattr3 attrs;
-	if (!meta_op(call)->revalidated &&
+	if (!meta_op(call)->revalidated && nfsd.cfg.cache.acdirmax &&
 	    meta_listing_held(dir, call->desc->proc == NFS3PROC_READDIRPLUS) &&
 	    !meta_attrs_get(dir, &attrs)) {
 		revalidate_dir(call, dir, readdir_try);
@@ -1004,26 +1016,44 @@ void nfsd_proc_mnt(struct nfsd_call *call)
 	nfsd_forward_with(call, mnt_fixup);
 }
 
+/* The upstream's EXPORT list is cached whole; upstream.exports (which a
+ * reload may change) restricts it in every answer. */
 static void export_fixup(struct nfsd_call *call, void *res)
 {
 	(void)call;
 	exports *list = res;
 
+	meta_export_record(*list);
 	for (exports *p = list; *p;) {
 		if (!nfsd_export_allowed((*p)->ex_dir))
 			*p = (*p)->ex_next;   /* unlink; the nodes belong to libnfs */
 		else
 			p = &(*p)->ex_next;
 	}
-	meta_export_record(*list);
 }
 
 void nfsd_proc_export(struct nfsd_call *call)
 {
-	exports list;
+	exports cached;
 
-	if (meta_on() && meta_export(&list)) {
+	if (meta_on() && meta_export(&cached)) {
+		/* shallow copies of the allowed nodes, linked anew */
+		size_t n = 0;
+		for (exports e = cached; e; e = e->ex_next)
+			n++;
+		struct exportnode *nodes = xcalloc(n ? n : 1, sizeof(*nodes)), *v = nodes;
+		exports list = NULL, *tail = &list;
+		for (exports e = cached; e; e = e->ex_next) {
+			if (!nfsd_export_allowed(e->ex_dir))
+				continue;
+			*v = *e;
+			v->ex_next = NULL;
+			*tail = v;
+			tail = &v->ex_next;
+			v++;
+		}
 		call_reply(call, &list);
+		free(nodes);
 		return;
 	}
 	nfsd_forward_with(call, export_fixup);

@@ -187,18 +187,29 @@ static void test_getattr(void)
 	is_int(answered, 3, "all three answered with its attributes");
 	is_int(fake_sent(NFS3PROC_GETATTR), 2, "by one upstream GETATTR");
 
-	/* the one in flight gets no answer: the waiters ask themselves */
+	/* the one in flight gets no answer in upstream.timeout_ms: its waiters
+	 * answer JUKEBOX with it rather than wait a whole timeout again */
 	uint8_t other[] = { 0x77 };
 	uint32_t z1 = getattr(other, sizeof(other), &alice);
 	uint32_t z2 = getattr(other, sizeof(other), &alice);
 	fake_complete_timeout(fake_pending_nth(NFS3PROC_GETATTR, 0));
 	r = fake_wait_reply(z1);
 	is_int(r ? (long long)r->status : -1, NFS3ERR_JUKEBOX, "GETATTR without an answer: JUKEBOX");
-	ok(fake_wait_pending(NFS3PROC_GETATTR, 1), "its waiter sent its own GETATTR");
+	r = fake_wait_reply(z2);
+	is_int(r ? (long long)r->status : -1, NFS3ERR_JUKEBOX, "its waiter too, at once");
+	is_int(fake_pending(NFS3PROC_GETATTR), 0, "without a GETATTR of its own");
+
+	/* one refused (an error status): the waiters answer from their own GETATTR */
+	uint32_t w1 = getattr(other, sizeof(other), &alice);
+	uint32_t w2 = getattr(other, sizeof(other), &bob);
+	fake_complete_status(fake_pending_nth(NFS3PROC_GETATTR, 0), NFS3ERR_ACCES);
+	r = fake_wait_reply(w1);
+	is_int(r ? (long long)r->status : -1, NFS3ERR_ACCES, "a GETATTR refused: its caller gets the error");
+	ok(fake_wait_pending(NFS3PROC_GETATTR, 1), "its waiter sends its own");
 	res = fake_getattr3res(&na);
 	fake_complete(fake_pending_nth(NFS3PROC_GETATTR, 0), UPSTREAM_OK, &res);
-	r = fake_wait_reply(z2);
-	is_int(r ? (long long)r->status : -1, NFS3_OK, "and got its answer");
+	r = fake_wait_reply(w2);
+	is_int(r ? (long long)r->status : -1, NFS3_OK, "and gets its answer");
 	stop();
 }
 
