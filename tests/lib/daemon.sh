@@ -9,6 +9,7 @@
 #   NFSCACHED_UPSTREAM_URL  its upstream (default: the one of
 #                         tests/lib/upstream.sh, UP_HOST, UP_NFS_PORT, UP_MNT_PORT)
 #   NFSCACHED_LOG_LEVEL   its log.level (info)
+#   NFSCACHED_METADATA    its cache.metadata (no; see write_nfscached_conf)
 #   NFSCACHED_PID         set while it runs; PORT, the port it listens on
 #   NFSCACHED_START_MS    how long the last start took to report its port
 # Seconds allowed to: one nfscachectl call, the start until the port is
@@ -64,7 +65,8 @@ no_sanitizer_report() {
 }
 
 # write_nfscached_conf: T_TMP/nfscached.conf: an ephemeral port on
-# 127.0.0.1, clients from any port of 127.0.0.0/8, the cache in T_TMP/cache.
+# 127.0.0.1, clients from any port of 127.0.0.0/8, the cache in T_TMP/cache,
+# the namespace cache off unless NFSCACHED_METADATA says otherwise.
 write_nfscached_conf() {
     local up=${NFSCACHED_UPSTREAM_URL:-nfs://$UP_HOST/export?nfsport=$UP_NFS_PORT&mountport=$UP_MNT_PORT}
     cat > "$T_TMP/nfscached.conf" <<EOC
@@ -76,6 +78,10 @@ allow = 127.0.0.0/8
 url = $up
 [cache]
 dir = $T_TMP/cache
+# The namespace cache (attributes, names, listings, ACCESS...) is off: most
+# tests check what passes through to the upstream, call by call.  Its own
+# tests turn it on with -o cache.metadata=yes (-o overrides the file).
+metadata = ${NFSCACHED_METADATA:-no}
 [control]
 socket = $CTL
 [log]
