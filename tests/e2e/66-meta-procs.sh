@@ -1,0 +1,170 @@
+#!/bin/bash
+# 66-meta-procs: the other procedures the namespace cache answers
+# (cache.metadata = yes, TTLs of 30-60 s).
+#   guarded SETATTR  a GETATTR answered from the cache (cache.attr.hits +1,
+#                    no upstream GETATTR) carries the upstream's ctime to
+#                    the nanosecond: a SETATTR guarded with it succeeds, as
+#                    directly; guarded with a ctime one second (or one
+#                    nanosecond) off it is NFS3ERR_NOT_SYNC, as directly, and
+#                    changes nothing; after a SETATTR the cached attributes
+#                    are the new ones at once
+#   FSSTAT, FSINFO, PATHCONF   twice each: the second FSINFO and PATHCONF
+#                    are not forwarded, with the same values, those of the
+#                    upstream (FSINFO transfer sizes aside, which nfscached
+#                    may lower); FSSTAT gives the upstream's total bytes
+#   MOUNT            MNT twice (the root's attributes fresh): the second not
+#                    forwarded, the same root handle, the upstream's;
+#                    EXPORT twice: the second not forwarded, the same list,
+#                    the upstream's
+#   NULL             NFS NULL and MOUNT NULL answered without an upstream
+#                    call (upstream.calls.NULL, MOUNT_NULL unchanged)
+TEST_TIMEOUT=${TEST_TIMEOUT:-90}
+. "$(dirname "$0")/../lib.sh"
+needs_daemon "the namespace cache of nfscached"
+needs_own_upstream
+setup -o cache.metadata=yes -o cache.acregmin=30 -o cache.acregmax=60 \
+    -o cache.acdirmin=30 -o cache.acdirmax=60
+
+echo "guarded" > "$EXPORT_DIR/g"
+chmod 0644 "$EXPORT_DIR/g"
+
+timeout -k 5 60 python3 - "$top_srcdir/tests" "$PORT" "$UP_NFS_PORT" "$UP_MNT_PORT" \
+    "$EXPORT_DIR" "$NFSCACHECTL" "$CTL" > "$T_TMP/procs.out" 2> "$T_TMP/procs.err" <<'PY'
+import os, stat, sys
+sys.path.insert(0, sys.argv[1])
+import rpc, nsrpc
+port, up_nfs, up_mnt = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+export = sys.argv[5]
+st = nsrpc.Stats(sys.argv[6], sys.argv[7])
+chk = nsrpc.Checks()
+delta = nsrpc.delta
+A = nsrpc.Client(port)
+B = nsrpc.Client(port)
+D = nsrpc.Client(up_nfs, up_mnt)
+g_path = os.path.join(export, "g")
+
+root = A.root()
+g = A.lookup(root, "g").get("fh", "")
+chk.ok(len(g) > 0, "LOOKUP g through nfscached")
+
+def mode():
+    return "%o" % stat.S_IMODE(os.stat(g_path).st_mode)
+
+# ---- guarded SETATTR ------------------------------------------------------------
+A.getattr(g)
+s0 = st.snap()
+r = B.getattr(g)
+s1 = st.snap()
+chk.is_(r["nfs_status"], "NFS3_OK", "GETATTR g on another connection")
+chk.is_("%s %s" % (delta(s0, s1, "cache.attr.hits"), delta(s0, s1, "upstream.calls.GETATTR")), "1 0",
+        "... answered from the cache")
+ctime = r.get("ctime", "0.0")
+dr = D.getattr(g)
+chk.is_(ctime, dr.get("ctime"), "the cached ctime is the upstream's, to the nanosecond")
+chk.is_("%s %s %s %s" % (r.get("mtime"), r.get("size"), r.get("fileid"), r.get("mode")),
+        "%s %s %s %s" % (dr.get("mtime"), dr.get("size"), dr.get("fileid"), dr.get("mode")),
+        "the cached mtime, size, fileid and mode are the upstream's")
+sec, nsec = nsrpc.nfstime(ctime)
+r = B.setattr(g, mode=0o600, guard=(sec - 1, nsec))
+chk.is_(r["nfs_status"], "NFS3ERR_NOT_SYNC", "SETATTR guarded with the ctime one second older: NFS3ERR_NOT_SYNC")
+chk.is_(D.setattr(g, mode=0o600, guard=(sec - 1, nsec))["nfs_status"], "NFS3ERR_NOT_SYNC",
+        "... as directly")
+nsec1 = nsec + 1 if nsec < 999999999 else nsec - 1
+r = B.setattr(g, mode=0o600, guard=(sec, nsec1))
+d = D.setattr(g, mode=0o600, guard=(sec, nsec1))
+chk.is_(r["nfs_status"], d["nfs_status"], "SETATTR guarded with the ctime one nanosecond off: as directly (%s)"
+        % d["nfs_status"])
+chk.is_(mode(), "644", "the refused SETATTRs changed nothing")
+r = B.setattr(g, mode=0o600, guard=(sec, nsec))
+chk.is_(r["nfs_status"], "NFS3_OK", "SETATTR guarded with the cached ctime: NFS3_OK")
+chk.is_(mode(), "600", "... the mode is 0600 on disk")
+r = A.getattr(g)
+dr = D.getattr(g)
+chk.is_("%s %s %s" % (r["nfs_status"], r.get("mode"), r.get("ctime")), "NFS3_OK 600 %s" % dr.get("ctime"),
+        "GETATTR on the other connection at once: mode 600 and the new ctime, the upstream's")
+sec2, nsec2 = nsrpc.nfstime(r.get("ctime", "0.0"))
+r = A.setattr(g, mode=0o640, guard=(sec, nsec))
+chk.is_(r["nfs_status"], "NFS3ERR_NOT_SYNC", "SETATTR guarded with the ctime before the change: NFS3ERR_NOT_SYNC")
+r = A.setattr(g, mode=0o640, guard=(sec2, nsec2))
+chk.is_(r["nfs_status"], "NFS3_OK", "SETATTR guarded with the new cached ctime: NFS3_OK")
+chk.is_(mode(), "640", "... the mode is 0640 on disk")
+
+# ---- FSSTAT, FSINFO, PATHCONF ----------------------------------------------------
+FSINFO_KEEP = ("rtmult", "wtmult", "maxfilesize", "time_delta", "properties")
+FSINFO_ALL = ("rtmax", "rtpref", "rtmult", "wtmax", "wtpref", "wtmult", "dtpref") + FSINFO_KEEP[2:]
+PATHCONF_ALL = ("linkmax", "name_max", "no_trunc", "chown_restricted", "case_insensitive", "case_preserving")
+for proc, fields, direct_fields in (("FSINFO", FSINFO_ALL, FSINFO_KEEP), ("PATHCONF", PATHCONF_ALL, PATHCONF_ALL)):
+    call = getattr(A, proc.lower())
+    s0 = st.snap()
+    r1 = call(root)
+    s1 = st.snap()
+    r2 = getattr(B, proc.lower())(root)
+    s2 = st.snap()
+    want = getattr(D, proc.lower())(root)
+    chk.is_("%s %s" % (r1["nfs_status"], r2["nfs_status"]), "NFS3_OK NFS3_OK", "%s twice: NFS3_OK" % proc)
+    chk.is_(delta(s1, s2, "upstream.calls." + proc), 0, "%s: the second is not forwarded" % proc)
+    chk.diag("%s: the first went upstream %s times" % (proc, delta(s0, s1, "upstream.calls." + proc)))
+    chk.is_(" ".join("%s=%s" % (k, r2.get(k)) for k in fields), " ".join("%s=%s" % (k, r1.get(k)) for k in fields),
+            "%s: the second has the first's values" % proc)
+    chk.is_(" ".join("%s=%s" % (k, r1.get(k)) for k in direct_fields),
+            " ".join("%s=%s" % (k, want.get(k)) for k in direct_fields), "%s: the upstream's values" % proc)
+    chk.is_(r2.get("obj.attributes"), "true", "%s: the second carries the root's attributes" % proc)
+    chk.is_(r2.get("obj.fileid"), want.get("obj.fileid"), "%s: ... the root's" % proc)
+fa, fd = A.fsinfo(root), D.fsinfo(root)
+for k in ("rtmax", "rtpref", "wtmax", "wtpref", "dtpref"):
+    chk.num(int(fa.get(k, -1)), "-le", int(fd.get(k, -1)), "FSINFO %s (%s) no more than the upstream's" % (k, fa.get(k)))
+s0 = st.snap()
+r1 = A.fsstat(root)
+r2 = B.fsstat(root)
+s1 = st.snap()
+want = D.fsstat(root)
+chk.is_("%s %s" % (r1["nfs_status"], r2["nfs_status"]), "NFS3_OK NFS3_OK", "FSSTAT twice: NFS3_OK")
+chk.is_("%s %s" % (r1.get("tbytes"), r2.get("tbytes")), "%s %s" % (want.get("tbytes"), want.get("tbytes")),
+        "FSSTAT: the upstream's total bytes")
+chk.diag("FSSTAT: %s of the two went upstream" % delta(s0, s1, "upstream.calls.FSSTAT"))
+
+# ---- MOUNT MNT and EXPORT -------------------------------------------------------
+r1 = A.mnt()
+chk.is_("%s %s" % (r1["mount_status"], r1.get("fh")), "MNT3_OK " + root, "MNT: the root handle")
+r = A.getattr(root)
+chk.is_(r["nfs_status"], "NFS3_OK", "GETATTR of the root")
+s0 = st.snap()
+r2 = B.mnt()
+s1 = st.snap()
+want = D.mnt()
+chk.is_("%s %s" % (r2["mount_status"], r2.get("fh")), "MNT3_OK " + root, "MNT again: the same root handle")
+chk.is_(r2.get("auth_flavors"), r1.get("auth_flavors"), "MNT again: the same auth flavors")
+chk.is_("%s %s" % (want.get("fh"), want.get("auth_flavors")), "%s %s" % (root, r2.get("auth_flavors")),
+        "MNT: the upstream's handle and flavors")
+chk.is_("%s %s" % (delta(s0, s1, "upstream.calls.MNT"), delta(s0, s1, "mount3.calls.MNT")), "0 1",
+        "MNT again: not forwarded")
+e1 = A.exports()
+s0 = st.snap()
+e2 = B.exports()
+s1 = st.snap()
+want = D.exports()
+def exports(e):
+    n = int(e.get("exports", 0))
+    return " ".join("%s[%s]" % (e.get("export.%d.dir" % i), e.get("export.%d.groups" % i)) for i in range(1, n + 1))
+chk.is_(e1.get("rpc"), "SUCCESS", "EXPORT answered")
+chk.is_(exports(e2), exports(e1), "EXPORT again: the same list (%s)" % exports(e1))
+chk.is_(exports(e1), exports(want), "EXPORT: the upstream's list")
+chk.is_("%s %s" % (delta(s0, s1, "upstream.calls.EXPORT"), delta(s0, s1, "mount3.calls.EXPORT")), "0 1",
+        "EXPORT again: not forwarded")
+
+# ---- NULL -------------------------------------------------------------------------
+s0 = st.snap()
+res = [A.null()["rpc"], B.mount_null()["rpc"], B.null()["rpc"], A.mount_null()["rpc"]]
+s1 = st.snap()
+chk.is_(" ".join(res), "SUCCESS SUCCESS SUCCESS SUCCESS", "NFS NULL and MOUNT NULL, twice each: SUCCESS")
+chk.is_("%s %s" % (delta(s0, s1, "upstream.calls.NULL"), delta(s0, s1, "upstream.calls.MOUNT_NULL")), "0 0",
+        "NULLs: none went upstream")
+chk.is_("%s %s" % (delta(s0, s1, "nfs3.calls.NULL"), delta(s0, s1, "mount3.calls.NULL")), "2 2",
+        "NULLs: counted as received")
+PY
+rc=$?
+checks "$T_TMP/procs.out"
+ok $rc "the calls ran to their end" || diag "$(tail -n 8 "$T_TMP/procs.err")"
+stat_ok upstream.calls.NULL -eq 0
+stat_ok upstream.calls.MOUNT_NULL -eq 0
+done_testing
