@@ -18,6 +18,17 @@
 #                    the upstream's
 #   NULL             NFS NULL and MOUNT NULL answered without an upstream
 #                    call (upstream.calls.NULL, MOUNT_NULL unchanged)
+#   ac* = 0          (a daemon started again with every TTL 0) GETATTR,
+#                    LOOKUP (found and missing), ACCESS, READLINK, READDIR,
+#                    READDIRPLUS, FSSTAT, FSINFO, PATHCONF, MNT and EXPORT
+#                    sent twice are forwarded twice, nothing is a hit; NULL
+#                    is still nfscached's own
+#   metadata_max     (started again with cache.metadata_max = 20) a
+#                    directory of 60 files listed and looked up: the gauge
+#                    cache.metadata.entries never exceeds 20, entries are
+#                    evicted (cache.metadata.evictions), every answer is the
+#                    upstream's
+#   metadata = no    (started again so) the same, and NULL is forwarded too
 TEST_TIMEOUT=${TEST_TIMEOUT:-90}
 . "$(dirname "$0")/../lib.sh"
 needs_daemon "the namespace cache of nfscached"
@@ -167,4 +178,127 @@ checks "$T_TMP/procs.out"
 ok $rc "the calls ran to their end" || diag "$(tail -n 8 "$T_TMP/procs.err")"
 stat_ok upstream.calls.NULL -eq 0
 stat_ok upstream.calls.MOUNT_NULL -eq 0
+
+# ---- nothing cached: every TTL 0, then the namespace cache off ------------------------
+mkdir "$EXPORT_DIR/dd"
+echo x > "$EXPORT_DIR/dd/x"
+ln -s dd/x "$EXPORT_DIR/sl"
+
+# forwarded WHAT NULL_FORWARDED: each procedure twice through the daemon,
+# every call forwarded
+forwarded() {
+    timeout -k 5 60 python3 - "$top_srcdir/tests" "$PORT" "$NFSCACHECTL" "$CTL" "$1" "$2" \
+        > "$T_TMP/fwd-$1.out" 2> "$T_TMP/fwd-$1.err" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import rpc, nsrpc
+port, what, null_fwd = int(sys.argv[2]), sys.argv[5], sys.argv[6] == "yes"
+st = nsrpc.Stats(sys.argv[3], sys.argv[4])
+chk = nsrpc.Checks()
+delta = nsrpc.delta
+A, B = nsrpc.Client(port), nsrpc.Client(port)
+root = A.root()
+dd = A.lookup(root, "dd").get("fh", "")
+sl = A.lookup(root, "sl").get("fh", "")
+x = A.lookup(dd, "x").get("fh", "")
+A.getattr(x)
+calls = [
+    ("GETATTR", "GETATTR", lambda c: c.getattr(x), "NFS3_OK"),
+    ("LOOKUP", "LOOKUP", lambda c: c.lookup(dd, "x"), "NFS3_OK"),
+    ("LOOKUP of a missing name", "LOOKUP", lambda c: c.lookup(dd, "nothing"), "NFS3ERR_NOENT"),
+    ("ACCESS", "ACCESS", lambda c: c.access(dd), "NFS3_OK"),
+    ("READLINK", "READLINK", lambda c: c.readlink(sl), "NFS3_OK"),
+    ("READDIRPLUS", "READDIRPLUS", lambda c: {"nfs_status": c.listing(dd)["status"]}, "NFS3_OK"),
+    ("READDIR", "READDIR", lambda c: {"nfs_status": c.listing(dd, plus=False)["status"]}, "NFS3_OK"),
+    ("FSSTAT", "FSSTAT", lambda c: c.fsstat(root), "NFS3_OK"),
+    ("FSINFO", "FSINFO", lambda c: c.fsinfo(root), "NFS3_OK"),
+    ("PATHCONF", "PATHCONF", lambda c: c.pathconf(root), "NFS3_OK"),
+    ("MNT", "MNT", lambda c: {"nfs_status": c.mnt()["mount_status"]}, "MNT3_OK"),
+    ("EXPORT", "EXPORT", lambda c: {"nfs_status": c.exports()["rpc"]}, "SUCCESS"),
+    ("NFS NULL", "NULL", lambda c: {"nfs_status": c.null()["rpc"]}, "SUCCESS"),
+    ("MOUNT NULL", "MOUNT_NULL", lambda c: {"nfs_status": c.mount_null()["rpc"]}, "SUCCESS"),
+]
+HITS = ("cache.attr.hits", "cache.lookup.hits", "cache.lookup.negative_hits", "cache.readdir.hits",
+        "cache.access.hits", "cache.readlink.hits")
+for desc, counter, fn, want in calls:
+    s0 = st.snap()
+    r1, r2 = fn(A), fn(B)
+    s1 = st.snap()
+    chk.is_("%s %s" % (r1["nfs_status"], r2["nfs_status"]), "%s %s" % (want, want), "%s: %s twice" % (what, desc))
+    n = 0 if counter.endswith("NULL") and not null_fwd else 2
+    chk.is_(delta(s0, s1, "upstream.calls." + counter), n, "%s: %s: %d went upstream" % (what, desc, n))
+    chk.is_(" ".join(str(delta(s0, s1, h)) for h in HITS), " ".join("0" for h in HITS),
+            "%s: %s: no cache hit" % (what, desc))
+PY
+    local rc=$?
+    checks "$T_TMP/fwd-$1.out"
+    ok $rc "$1: the calls ran to their end" || diag "$(tail -n 8 "$T_TMP/fwd-$1.err")"
+}
+
+stop_nfscached
+ok $? "nfscached exits cleanly (before the restart with every TTL 0)"
+if start_nfscached -o cache.metadata=yes -o cache.acregmin=0 -o cache.acregmax=0 \
+    -o cache.acdirmin=0 -o cache.acdirmax=0 2>"$T_TMP/start.err"; then
+    forwarded "ac*=0" no
+else
+    ok 1 "nfscached starts with every TTL 0"
+    diag "$(cat "$T_TMP/start.err")"
+fi
+stop_nfscached
+ok $? "nfscached exits cleanly (before the restart with cache.metadata_max = 20)"
+mkdir "$EXPORT_DIR/many"
+for i in $(seq -w 1 60); do echo "$i" > "$EXPORT_DIR/many/m$i"; done
+if start_nfscached -o cache.metadata=yes -o cache.metadata_max=20 -o cache.acregmin=30 \
+    -o cache.acregmax=60 -o cache.acdirmin=30 -o cache.acdirmax=60 2>"$T_TMP/start.err"; then
+    timeout -k 5 60 python3 - "$top_srcdir/tests" "$PORT" "$UP_NFS_PORT" "$UP_MNT_PORT" \
+        "$EXPORT_DIR" "$NFSCACHECTL" "$CTL" > "$T_TMP/max.out" 2> "$T_TMP/max.err" <<'PY'
+import os, sys
+sys.path.insert(0, sys.argv[1])
+import rpc, nsrpc
+port, up_nfs, up_mnt, export = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+st = nsrpc.Stats(sys.argv[6], sys.argv[7])
+chk = nsrpc.Checks()
+A, D = nsrpc.Client(port), nsrpc.Client(up_nfs, up_mnt)
+root = A.root()
+many = A.lookup(root, "many").get("fh", "")
+A.access(many)
+most = 0
+want = D.listing(many, dircount=512, maxcount=4096)
+wrong = []
+for rnd in range(3):
+    l = A.listing(many, dircount=512, maxcount=4096)
+    most = max(most, st.snap().get("cache.metadata.entries", 10**9))
+    if sorted(l["names"]) != sorted(want["names"]) or l["fhs"] != want["fhs"]:
+        wrong.append("listing %d" % rnd)
+    for i in range(1, 61):
+        name = "m%02d" % i
+        r = A.lookup(many, name)
+        if r.get("fh") != want["fhs"].get(name):
+            wrong.append("%s: %s" % (name, r["nfs_status"]))
+        if i % 10 == 0:
+            most = max(most, st.snap().get("cache.metadata.entries", 10**9))
+s = st.snap()
+chk.is_(" ".join(wrong) or "none", "none", "metadata_max: listings and LOOKUPs give the upstream's names and handles")
+chk.is_(" ".join(sorted(want["names"])), " ".join(sorted(os.listdir(os.path.join(export, "many")) + [".", ".."])),
+        "metadata_max: (the upstream lists the export's names)")
+chk.num(most, "-le", 20, "metadata_max: cache.metadata.entries never above 20 (at most %d)" % most)
+chk.num(s.get("cache.metadata.evictions", -1), "-gt", 0,
+        "metadata_max: entries were evicted (%s)" % s.get("cache.metadata.evictions"))
+PY
+    rc=$?
+    checks "$T_TMP/max.out"
+    ok $rc "metadata_max: the calls ran to their end" || diag "$(tail -n 8 "$T_TMP/max.err")"
+else
+    ok 1 "nfscached starts with cache.metadata_max = 20"
+    diag "$(cat "$T_TMP/start.err")"
+fi
+stop_nfscached
+ok $? "nfscached exits cleanly (before the restart with cache.metadata = no)"
+if start_nfscached -o cache.metadata=no -o cache.acregmin=30 -o cache.acregmax=60 \
+    -o cache.acdirmin=30 -o cache.acdirmax=60 2>"$T_TMP/start.err"; then
+    forwarded "metadata=no" yes
+else
+    ok 1 "nfscached starts with cache.metadata = no"
+    diag "$(cat "$T_TMP/start.err")"
+fi
 done_testing
