@@ -18,6 +18,9 @@
 #                    the upstream's
 #   NULL             NFS NULL and MOUNT NULL answered without an upstream
 #                    call (upstream.calls.NULL, MOUNT_NULL unchanged)
+#   invalidate       `nfscachectl invalidate --all` empties the namespace
+#                    cache (cache.metadata.entries 0, invalidations +1):
+#                    the next GETATTR, LOOKUP and FSINFO are forwarded
 #   ac* = 0          (a daemon started again with every TTL 0) GETATTR,
 #                    LOOKUP (found and missing), ACCESS, READLINK, READDIR,
 #                    READDIRPLUS, FSSTAT, FSINFO, PATHCONF, MNT and EXPORT
@@ -41,7 +44,7 @@ chmod 0644 "$EXPORT_DIR/g"
 
 timeout -k 5 60 python3 - "$top_srcdir/tests" "$PORT" "$UP_NFS_PORT" "$UP_MNT_PORT" \
     "$EXPORT_DIR" "$NFSCACHECTL" "$CTL" > "$T_TMP/procs.out" 2> "$T_TMP/procs.err" <<'PY'
-import os, stat, sys
+import os, stat, subprocess, sys
 sys.path.insert(0, sys.argv[1])
 import rpc, nsrpc
 port, up_nfs, up_mnt = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
@@ -172,6 +175,24 @@ chk.is_("%s %s" % (delta(s0, s1, "upstream.calls.NULL"), delta(s0, s1, "upstream
         "NULLs: none went upstream")
 chk.is_("%s %s" % (delta(s0, s1, "nfs3.calls.NULL"), delta(s0, s1, "mount3.calls.NULL")), "2 2",
         "NULLs: counted as received")
+
+# ---- nfscachectl invalidate --all ----------------------------------------------------
+A.getattr(g)
+A.lookup(root, "g")
+A.fsinfo(root)
+s0 = st.snap()
+chk.num(s0.get("cache.metadata.entries", -1), "-gt", 0, "invalidate: entries before (%s)"
+        % s0.get("cache.metadata.entries"))
+inv = subprocess.run(st.argv + ["invalidate", "--all"], capture_output=True, text=True, timeout=30)
+chk.is_(inv.returncode, 0, "invalidate: nfscachectl invalidate --all")
+s1 = st.snap()
+chk.is_("%s %s" % (s1.get("cache.metadata.entries"), delta(s0, s1, "cache.metadata.invalidations")), "0 1",
+        "invalidate: cache.metadata.entries 0, cache.metadata.invalidations +1")
+r = (A.getattr(g)["nfs_status"], A.lookup(root, "g")["nfs_status"], A.fsinfo(root)["nfs_status"])
+s2 = st.snap()
+chk.is_(" ".join(r), "NFS3_OK NFS3_OK NFS3_OK", "invalidate: GETATTR, LOOKUP, FSINFO")
+chk.is_(" ".join(str(delta(s1, s2, "upstream.calls." + p)) for p in ("GETATTR", "LOOKUP", "FSINFO")), "1 1 1",
+        "invalidate: ... each forwarded")
 PY
 rc=$?
 checks "$T_TMP/procs.out"
