@@ -18,7 +18,14 @@
 # and after each, B's READDIRPLUS passes of both directories (small pages:
 # the listing of d1 takes several) list exactly the names in the export,
 # as the upstream lists them, with the upstream's handles.
-TEST_TIMEOUT=${TEST_TIMEOUT:-90}
+#   random   300 changes drawn at random (seeded; CREATE, MKDIR, REMOVE,
+#            RMDIR, RENAME within and across two directories, also over an
+#            existing name, LINK, SYMLINK) through A, the names involved
+#            looked up on B just before: after each, B's LOOKUPs of those
+#            names and GETATTR of the handles give what the upstream gives
+#            (status, handle, type, nlink, size), and every 10 changes B's
+#            READDIRPLUS and READDIR passes are the upstream's
+TEST_TIMEOUT=${TEST_TIMEOUT:-120}
 . "$(dirname "$0")/../lib.sh"
 needs_daemon "the namespace cache of nfscached"
 needs_own_upstream
@@ -30,7 +37,7 @@ for n in f g h; do echo "file $n" > "$EXPORT_DIR/d1/$n"; done
 for i in $(seq -w 0 39); do echo "$i" > "$EXPORT_DIR/d1/fill$i"; done
 echo e > "$EXPORT_DIR/d2/e"
 
-timeout -k 5 60 python3 - "$top_srcdir/tests" "$PORT" "$UP_NFS_PORT" "$UP_MNT_PORT" \
+timeout -k 5 100 python3 - "$top_srcdir/tests" "$PORT" "$UP_NFS_PORT" "$UP_MNT_PORT" \
     "$EXPORT_DIR" "$NFSCACHECTL" "$CTL" > "$T_TMP/changes.out" 2> "$T_TMP/changes.err" <<'PY'
 import os, stat, sys
 sys.path.insert(0, sys.argv[1])
@@ -226,6 +233,80 @@ chk.is_(r["nfs_status"], "NFS3_OK", "rename over: RENAME d2/f2 d1/new on A (repl
 lookup_gone("rename over", "d2", "f2")
 lookup_found("rename over", "d1", "new", handles["d1/f"], "NF3REG", False)
 check_dirs("rename over")
+
+# ---- random changes ----------------------------------------------------------------------
+import random
+seed = int(os.environ.get("META_SEED", "6363"))
+rng = random.Random(seed)
+chk.diag("random: seed %d (META_SEED)" % seed)
+for d in ("r1", "r2"):
+    r = A.mkdir(root, d)
+    dirs[d] = r.get("fh", "")
+    B.access(dirs[d])
+NAMES = ["n%d" % i for i in range(8)]
+RDIRS = ("r1", "r2")
+bad = []
+s_start = st.snap()
+
+def view(c, d, name):
+    r = c.lookup(dirs[d], name)
+    if r["nfs_status"] != "NFS3_OK":
+        return r["nfs_status"]
+    g = c.getattr(r["fh"])
+    return "%s %s %s nlink=%s size=%s" % (r["nfs_status"], r["fh"][-16:], g.get("type"), g.get("nlink"), g.get("size"))
+
+def compare(tag, touched):
+    for d, name in touched:
+        got, want = view(B, d, name), view(D, d, name)
+        if got != want:
+            bad.append("%s: %s/%s on B: %s, upstream: %s" % (tag, d, name, got, want))
+
+def compare_lists(tag):
+    for d in RDIRS:
+        for plus in (True, False):
+            got = B.listing(dirs[d], plus=plus, dircount=256, maxcount=2048)
+            want = D.listing(dirs[d], plus=plus, dircount=256, maxcount=2048)
+            if sorted(got["names"]) != sorted(want["names"]) or got["fhs"] != want["fhs"] or \
+                    got["status"] != want["status"]:
+                bad.append("%s: %s of %s on B: %s %s, upstream: %s %s" % (
+                    tag, "READDIRPLUS" if plus else "READDIR", d, got["status"], sorted(got["names"]),
+                    want["status"], sorted(want["names"])))
+
+for i in range(300):
+    op = rng.choice(["create", "create", "mkdir", "remove", "remove", "rmdir", "rename", "rename",
+                     "link", "symlink"])
+    d, name = rng.choice(RDIRS), rng.choice(NAMES)
+    d2, name2 = rng.choice(RDIRS), rng.choice(NAMES)
+    touched = [(d, name), (d2, name2)]
+    for td, tn in touched:
+        view(B, td, tn)                      # warm: what B would answer stale
+    if op == "create":
+        r = A.create(dirs[d], name)
+    elif op == "mkdir":
+        r = A.mkdir(dirs[d], name)
+    elif op == "remove":
+        r = A.remove(dirs[d], name)
+    elif op == "rmdir":
+        r = A.rmdir(dirs[d], name)
+    elif op == "rename":
+        r = A.rename(dirs[d], name, dirs[d2], name2)
+    elif op == "link":
+        src = A.lookup(dirs[d], name)
+        r = A.link(src["fh"], dirs[d2], name2) if src["nfs_status"] == "NFS3_OK" else src
+    else:
+        r = A.symlink(dirs[d], name, "t%d" % i)
+    tag = "random %d %s %s/%s %s/%s -> %s" % (i, op, d, name, d2, name2, r["nfs_status"])
+    compare(tag, touched)
+    if i % 10 == 9:
+        compare_lists(tag)
+    if len(bad) >= 5:
+        break
+s_end = st.snap()
+chk.is_(len(bad), 0, "random: after each change B gives what the upstream gives")
+chk.diag(*bad[:5])
+chk.num(delta(s_start, s_end, "cache.lookup.hits") + delta(s_start, s_end, "cache.lookup.negative_hits"), "-gt", 0,
+        "random: B's LOOKUPs were answered from the cache at times (%s hits, %s negative)"
+        % (delta(s_start, s_end, "cache.lookup.hits"), delta(s_start, s_end, "cache.lookup.negative_hits")))
 PY
 rc=$?
 checks "$T_TMP/changes.out"
