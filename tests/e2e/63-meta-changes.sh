@@ -150,10 +150,17 @@ check_dirs("rename")
 
 # ---- REMOVE d1/g ----------------------------------------------------------------
 warm("remove", ["d1/g", "d1/h"])
+gfh = handles["d1/g"]
+B.getattr(gfh)
+r = B.getattr(gfh)
+chk.is_("%s %s" % (r["nfs_status"], r.get("nlink")), "NFS3_OK 1", "remove: GETATTR of d1/g on B: nlink 1")
 r = A.remove(dirs["d1"], "g")
 chk.is_(r["nfs_status"], "NFS3_OK", "remove: REMOVE d1/g on A")
 chk.ok(not os.path.exists(os.path.join(export, "d1/g")), "remove: gone from the export")
 lookup_gone("remove", "d1", "g")
+r, w = B.getattr(gfh), D.getattr(gfh)
+chk.is_("%s %s" % (r["nfs_status"], r.get("nlink")), "%s %s" % (w["nfs_status"], w.get("nlink")),
+        "remove: GETATTR of the removed file on B at once: as the upstream answers (%s)" % w["nfs_status"])
 check_dirs("remove")
 
 # ---- RMDIR d1/sub ---------------------------------------------------------------
@@ -228,8 +235,15 @@ check_dirs("mkdir+create")
 
 # ---- RENAME back over an existing name ---------------------------------------------
 warm("rename over", ["d2/f2", "d1/new", "d2/e"])
+over = handles["d1/new"]
+B.getattr(over)
+r = B.getattr(over)
+chk.is_("%s %s" % (r["nfs_status"], r.get("nlink")), "NFS3_OK 1", "rename over: GETATTR of d1/new on B: nlink 1")
 r = A.rename(dirs["d2"], "f2", dirs["d1"], "new")
 chk.is_(r["nfs_status"], "NFS3_OK", "rename over: RENAME d2/f2 d1/new on A (replacing d1/new)")
+r, w = B.getattr(over), D.getattr(over)
+chk.is_("%s %s" % (r["nfs_status"], r.get("nlink")), "%s %s" % (w["nfs_status"], w.get("nlink")),
+        "rename over: GETATTR of the replaced file on B at once: as the upstream answers (%s)" % w["nfs_status"])
 lookup_gone("rename over", "d2", "f2")
 lookup_found("rename over", "d1", "new", handles["d1/f"], "NF3REG", False)
 check_dirs("rename over")
