@@ -23,6 +23,10 @@
 #   narrowed   `chmod 0055 d` (the owner loses everything): after the TTL
 #              uid 1000's LOOKUP, READDIR and READDIRPLUS get NFS3ERR_ACCES,
 #              none from the cache; uid 1001 may list d
+#   squash     (started again with server.squash = root, d 0750 again)
+#              after uid 1000 warmed the cache, root's LOOKUP, READDIRPLUS
+#              and ACCESS in d are those of uid 65534 (NFS3ERR_ACCES, no
+#              bits), as the upstream answers 65534, and not cache hits
 TEST_TIMEOUT=${TEST_TIMEOUT:-90}
 . "$(dirname "$0")/../lib.sh"
 needs_daemon "the namespace cache of nfscached"
@@ -201,4 +205,52 @@ PY
 rc=$?
 checks "$T_TMP/perms.out"
 ok $rc "the calls ran to their end" || diag "$(tail -n 8 "$T_TMP/perms.err")"
+
+# ---- squash: the credential is squashed before the cache is asked ---------------------
+stop_nfscached
+ok $? "nfscached exits cleanly (before the restart with server.squash = root)"
+chmod 0750 "$D"
+if start_nfscached -o server.squash=root -o cache.metadata=yes -o cache.acregmin=$TTL \
+    -o cache.acregmax=$TTL -o cache.acdirmin=$TTL -o cache.acdirmax=$TTL 2>"$T_TMP/start.err"; then
+    timeout -k 5 30 python3 - "$top_srcdir/tests" "$PORT" "$UP_NFS_PORT" "$UP_MNT_PORT" \
+        "$NFSCACHECTL" "$CTL" > "$T_TMP/squash.out" 2> "$T_TMP/squash.err" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import rpc, nsrpc
+port, up_nfs, up_mnt = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+st = nsrpc.Stats(sys.argv[5], sys.argv[6])
+chk = nsrpc.Checks()
+delta = nsrpc.delta
+U = nsrpc.Client(port, uid=1000, gid=1000)
+R = nsrpc.Client(port)                                    # root: squashed to 65534
+DN = nsrpc.Client(up_nfs, up_mnt, uid=65534, gid=65534)   # what 65534 gets directly
+root = U.root()
+d = U.lookup(root, "d").get("fh", "")
+for _ in (1, 2):
+    U.access(d)
+    U.lookup(d, "f")
+    U.listing(d)
+s0 = st.snap()
+r = {"LOOKUP f": R.lookup(d, "f")["nfs_status"], "READDIRPLUS": R.listing(d)["status"]}
+a = R.access(d)
+s1 = st.snap()
+w = {"LOOKUP f": DN.lookup(d, "f")["nfs_status"], "READDIRPLUS": DN.listing(d)["status"]}
+wa = DN.access(d)
+for k in r:
+    chk.is_(r[k], "NFS3ERR_ACCES", "squash: root's %s in d through nfscached: NFS3ERR_ACCES" % k)
+    chk.is_(r[k], w[k], "squash: ... as the upstream answers uid 65534")
+chk.is_("%s %s" % (a["nfs_status"], a.get("access")), "NFS3_OK %s" % wa.get("access"),
+        "squash: root's ACCESS of d: uid 65534's answer (%s)" % wa.get("access"))
+chk.is_(" ".join(str(delta(s0, s1, c)) for c in ("cache.lookup.hits", "cache.readdir.hits", "cache.access.hits")),
+        "0 0 0", "squash: none of root's calls a cache hit")
+chk.is_(" ".join(str(delta(s0, s1, "upstream.calls." + c)) for c in ("LOOKUP", "READDIRPLUS", "ACCESS")),
+        "1 1 1", "squash: each went upstream")
+PY
+    rc=$?
+    checks "$T_TMP/squash.out"
+    ok $rc "squash: the calls ran to their end" || diag "$(tail -n 8 "$T_TMP/squash.err")"
+else
+    ok 1 "nfscached starts with server.squash = root"
+    diag "$(cat "$T_TMP/start.err")"
+fi
 done_testing
