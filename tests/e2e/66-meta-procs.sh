@@ -18,6 +18,11 @@
 #                    the upstream's
 #   NULL             NFS NULL and MOUNT NULL answered without an upstream
 #                    call (upstream.calls.NULL, MOUNT_NULL unchanged)
+#   race             a GETATTR (attributes not cached) and a SETATTR of the
+#                    mode of the same file on two connections reach the
+#                    frozen upstream together (SIGSTOP, then SIGCONT), 20
+#                    files: the cache then answers the mode the SETATTR set,
+#                    never the GETATTR's older one
 #   invalidate       `nfscachectl invalidate --all` empties the namespace
 #                    cache (cache.metadata.entries 0, invalidations +1):
 #                    the next GETATTR, LOOKUP and FSINFO are forwarded
@@ -41,9 +46,10 @@ setup -o cache.metadata=yes -o cache.acregmin=30 -o cache.acregmax=60 \
 
 echo "guarded" > "$EXPORT_DIR/g"
 chmod 0644 "$EXPORT_DIR/g"
+for i in $(seq 0 19); do echo "$i" > "$EXPORT_DIR/race$i"; chmod 0644 "$EXPORT_DIR/race$i"; done
 
 timeout -k 5 60 python3 - "$top_srcdir/tests" "$PORT" "$UP_NFS_PORT" "$UP_MNT_PORT" \
-    "$EXPORT_DIR" "$NFSCACHECTL" "$CTL" > "$T_TMP/procs.out" 2> "$T_TMP/procs.err" <<'PY'
+    "$EXPORT_DIR" "$NFSCACHECTL" "$CTL" "$GANESHA_PID" > "$T_TMP/procs.out" 2> "$T_TMP/procs.err" <<'PY'
 import os, stat, subprocess, sys
 sys.path.insert(0, sys.argv[1])
 import rpc, nsrpc
@@ -175,6 +181,37 @@ chk.is_("%s %s" % (delta(s0, s1, "upstream.calls.NULL"), delta(s0, s1, "upstream
         "NULLs: none went upstream")
 chk.is_("%s %s" % (delta(s0, s1, "nfs3.calls.NULL"), delta(s0, s1, "mount3.calls.NULL")), "2 2",
         "NULLs: counted as received")
+
+# ---- a GETATTR racing a SETATTR ------------------------------------------------------
+import signal, time
+ganesha = int(sys.argv[8])
+wrong = []
+for i in range(20):
+    fh = bytes.fromhex(A.lookup(root, "race%d" % i).get("fh", ""))
+    gc = rpc.Conn("127.0.0.1", port, timeout=20)
+    sc = rpc.Conn("127.0.0.1", port, timeout=20)
+    gx, grec = gc.build(rpc.NFS_PROGRAM, rpc.NFS_V3, rpc.NFSPROC3_GETATTR, rpc.getattr_args(fh))
+    sx, srec = sc.build(rpc.NFS_PROGRAM, rpc.NFS_V3, rpc.NFSPROC3_SETATTR, rpc.setattr_args(fh, mode=0o600))
+    first, second = ((gc, grec), (sc, srec)) if i % 2 == 0 else ((sc, srec), (gc, grec))
+    os.kill(ganesha, signal.SIGSTOP)
+    try:
+        first[0].send_raw(first[1])
+        time.sleep(0.002 * (i % 4))
+        second[0].send_raw(second[1])
+        time.sleep(0.05)
+    finally:
+        os.kill(ganesha, signal.SIGCONT)
+    gr = rpc.decode_result(rpc._res_getattr, gc.recv_reply(gx).body)
+    sr = rpc.decode_result(rpc._res_wcc, sc.recv_reply(sx).body)
+    gc.close()
+    sc.close()
+    after = [B.getattr(fh).get("mode") for _ in range(3)]
+    if sr["nfs_status"] != "NFS3_OK" or after != ["600"] * 3:
+        wrong.append("race%d (%s first): GETATTR %s mode %s, SETATTR %s; after: %s" % (
+            i, "GETATTR" if i % 2 == 0 else "SETATTR", gr["nfs_status"], gr.get("mode"),
+            sr["nfs_status"], " ".join(str(m) for m in after)))
+chk.is_(len(wrong), 0, "race: after a GETATTR racing a SETATTR of the mode, GETATTRs give the mode set (20 files)")
+chk.diag(*wrong[:5])
 
 # ---- nfscachectl invalidate --all ----------------------------------------------------
 A.getattr(g)
