@@ -25,6 +25,10 @@
 #            names and GETATTR of the handles give what the upstream gives
 #            (status, handle, type, nlink, size), and every 10 changes B's
 #            READDIRPLUS and READDIR passes are the upstream's
+#   race     a LOOKUP on B and a REMOVE (or a CREATE) of that name on A
+#            reach the frozen upstream together (SIGSTOP, SIGCONT), 20
+#            times each: B's LOOKUPs after both replies give what the
+#            upstream gives (the LOOKUP's older answer is not kept)
 TEST_TIMEOUT=${TEST_TIMEOUT:-120}
 . "$(dirname "$0")/../lib.sh"
 needs_daemon "the namespace cache of nfscached"
@@ -38,7 +42,7 @@ for i in $(seq -w 0 39); do echo "$i" > "$EXPORT_DIR/d1/fill$i"; done
 echo e > "$EXPORT_DIR/d2/e"
 
 timeout -k 5 100 python3 - "$top_srcdir/tests" "$PORT" "$UP_NFS_PORT" "$UP_MNT_PORT" \
-    "$EXPORT_DIR" "$NFSCACHECTL" "$CTL" > "$T_TMP/changes.out" 2> "$T_TMP/changes.err" <<'PY'
+    "$EXPORT_DIR" "$NFSCACHECTL" "$CTL" "$GANESHA_PID" > "$T_TMP/changes.out" 2> "$T_TMP/changes.err" <<'PY'
 import os, stat, sys
 sys.path.insert(0, sys.argv[1])
 import rpc, nsrpc
@@ -321,6 +325,49 @@ chk.diag(*bad[:5])
 chk.num(delta(s_start, s_end, "cache.lookup.hits") + delta(s_start, s_end, "cache.lookup.negative_hits"), "-gt", 0,
         "random: B's LOOKUPs were answered from the cache at times (%s hits, %s negative)"
         % (delta(s_start, s_end, "cache.lookup.hits"), delta(s_start, s_end, "cache.lookup.negative_hits")))
+
+# ---- a LOOKUP racing a REMOVE or a CREATE of the name ---------------------------------------
+import signal, time
+ganesha = int(sys.argv[8])
+r = A.mkdir(root, "race")
+rd = bytes.fromhex(r.get("fh", ""))
+B.access(rd)
+wrong = []
+for i in range(40):
+    name = "x%d" % i
+    remove = i < 20
+    if remove:
+        A.create(rd, name)
+    B.lookup(rd, name)                          # B's cache knows the name (or its absence)
+    lc = rpc.Conn("127.0.0.1", port, timeout=20)
+    cc = rpc.Conn("127.0.0.1", port, timeout=20)
+    lx, lrec = lc.build(rpc.NFS_PROGRAM, rpc.NFS_V3, rpc.NFSPROC3_LOOKUP, rpc.lookup_args(rd, name))
+    if remove:
+        cx, crec = cc.build(rpc.NFS_PROGRAM, rpc.NFS_V3, rpc.NFSPROC3_REMOVE, rpc.remove_args(rd, name))
+    else:
+        cx, crec = cc.build(rpc.NFS_PROGRAM, rpc.NFS_V3, rpc.NFSPROC3_CREATE, rpc.create_args(rd, name))
+    first, second = ((lc, lrec), (cc, crec)) if i % 2 == 0 else ((cc, crec), (lc, lrec))
+    os.kill(ganesha, signal.SIGSTOP)
+    try:
+        first[0].send_raw(first[1])
+        time.sleep(0.002 * (i % 4))
+        second[0].send_raw(second[1])
+        time.sleep(0.05)
+    finally:
+        os.kill(ganesha, signal.SIGCONT)
+    lr = rpc.nfs_status(lc.recv_reply(lx).body)
+    cr = rpc.nfs_status(cc.recv_reply(cx).body)
+    lc.close()
+    cc.close()
+    want = D.lookup(rd, name)
+    after = [B.lookup(rd, name) for _ in range(2)]
+    got = ["%s %s" % (a["nfs_status"], a.get("fh", "")) for a in after]
+    if got != ["%s %s" % (want["nfs_status"], want.get("fh", ""))] * 2:
+        wrong.append("%s (%s, %s first): LOOKUP %s, %s %s; after: %s; upstream: %s" % (
+            name, "REMOVE" if remove else "CREATE", "LOOKUP" if i % 2 == 0 else "change", lr,
+            "REMOVE" if remove else "CREATE", cr, " / ".join(g[:40] for g in got), want["nfs_status"]))
+chk.is_(len(wrong), 0, "race: after a LOOKUP racing a REMOVE or CREATE of the name, B's LOOKUPs are the upstream's")
+chk.diag(*wrong[:5])
 PY
 rc=$?
 checks "$T_TMP/changes.out"
