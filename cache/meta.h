@@ -219,6 +219,12 @@ void meta_readdirplus_free(READDIRPLUS3res *res);
 bool meta_readdir(const READDIR3args *a, READDIR3res *res);
 void meta_readdir_free(READDIR3res *res);
 
+/* A complete listing of `dir` is held (READDIRPLUS: one built from
+ * READDIRPLUS pages), whatever the freshness of `dir`'s attributes: when
+ * they are past their TTL, one GETATTR that finds them unchanged makes it
+ * answer again. */
+bool meta_listing_held(const nfs_fh3 *dir, bool plus);
+
 /* ---- per file system (FSSTAT §3.3.18, FSINFO §3.3.19, PATHCONF §3.3.20) */
 
 /* Recorded per fsid of `fh`'s attributes (known by then: record the

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "cache/cache.h"
+#include "cache/meta.h"
 #include "daemon/conn.h"
 #include "daemon/ctl.h"
 #include "daemon/ctl_exports.h"
@@ -82,6 +83,9 @@ static int ctl_handle_status(int argc, char **argv, FILE *out)
 	fprintf(out, "cache_dir %s\n", nfsd.cfg.cache.dir);
 	fprintf(out, "cache_objects %llu\n", (unsigned long long)stats.cache_objects);
 	fprintf(out, "cache_bytes %llu\n", (unsigned long long)stats.cache_bytes);
+	fprintf(out, "metadata %s\n", meta_on() ? "on" : "off");
+	fprintf(out, "metadata_entries %llu\n", (unsigned long long)stats.cache_metadata_entries);
+	fprintf(out, "metadata_bytes %llu\n", (unsigned long long)meta_bytes());
 	if (nfsd.cache_on) {
 		fprintf(out, "cache_fs_bytes %llu\n", (unsigned long long)sp.blocks_total);
 		fprintf(out, "cache_fs_bytes_free %llu\n", (unsigned long long)sp.blocks_avail);

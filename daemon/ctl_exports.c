@@ -27,6 +27,7 @@
 #include "daemon/upstream.h"
 #include "daemon/writeback.h"
 #include "cache/cache.h"
+#include "cache/meta.h"
 #include "proto/proc.h"
 #include "common/xalloc.h"
 
@@ -242,6 +243,9 @@ static void ctl_job_invalidate_now(struct ctl_job *j)
 	struct cache_object *o = cache_find(j->fh, j->fh_len);   /* again: it may be gone */
 	uint64_t before = o ? o->valid.bytes : 0;
 
+	nfs_fh3 fh = { .data = { j->fh_len, (char *)j->fh } };
+
+	meta_attrs_expire(&fh);
 	if (o) {
 		cache_invalidate(o, "nfscachectl invalidate");
 		log_info("ctl: invalidate %s: %llu bytes dropped", j->path,
@@ -436,7 +440,8 @@ static void ctl_invalidate_all_done(void *arg, int status)
 		return;
 	}
 	cache_foreach(ctl_invalidate_one, &n);
-	log_info("ctl: invalidate --all: %zu objects dropped their data", n);
+	meta_clear();
+	log_info("ctl: invalidate --all: %zu objects dropped their data; the namespace cache emptied", n);
 	ctl_job_answer(j, 1, "objects %zu\n", n);
 }
 

@@ -53,23 +53,37 @@ void nfsd_proc_setattr(struct nfsd_call *call);
  * dirty data. */
 void nfsd_proc_remove(struct nfsd_call *call);
 
-/* GETATTR, LOOKUP, ACCESS, CREATE (nfs_attrs.c): forwarded; their
- * attributes feed the cache's coherency checks (and ACCESS results its
- * per-credential permissions). */
-void nfsd_proc_attrs(struct nfsd_call *call);
-
-/* READDIR/READDIRPLUS: reply size bounded by what the proxy accepts;
- * READDIRPLUS entries' attributes feed the cache. */
+/*
+ * The namespace cache's procedures (nfs_meta.c; cache/meta.h): answered
+ * locally while what the upstream said is fresh and the caller's own grants
+ * allow it, else forwarded with the answer recorded (and its attributes fed
+ * to the data cache's coherency checks).
+ *
+ * NULL (NFS and MOUNT): answered by nfscached itself.  GETATTR: one GETATTR
+ * per object upstream at a time, the others wait for it.  LOOKUP (needs
+ * ACCESS3_LOOKUP on the directory), ACCESS (the caller's own result),
+ * READLINK, READDIR and READDIRPLUS (need ACCESS3_READ; counts bounded by
+ * what the proxy accepts), FSSTAT/FSINFO/PATHCONF (FSINFO's transfer sizes
+ * clamped to the proxy's limit), MNT (MNT3ERR_ACCES outside
+ * upstream.exports), EXPORT (restricted to upstream.exports).
+ */
+void nfsd_proc_null(struct nfsd_call *call);
+void nfsd_proc_getattr(struct nfsd_call *call);
+void nfsd_proc_lookup(struct nfsd_call *call);
+void nfsd_proc_access(struct nfsd_call *call);
+void nfsd_proc_readlink(struct nfsd_call *call);
 void nfsd_proc_readdir(struct nfsd_call *call);
-
-/* FSINFO: forwarded; rtmax/rtpref/wtmax/wtpref clamped to the proxy's limit. */
-void nfsd_proc_fsinfo(struct nfsd_call *call);
-
-/* MNT: refused with MNT3ERR_ACCES for a path outside upstream.exports. */
+void nfsd_proc_fs(struct nfsd_call *call);
 void nfsd_proc_mnt(struct nfsd_call *call);
-
-/* EXPORT: the upstream's list, restricted to upstream.exports. */
 void nfsd_proc_export(struct nfsd_call *call);
+
+/* CREATE, MKDIR, SYMLINK, MKNOD, RMDIR, RENAME, LINK (nfs_meta.c):
+ * forwarded; the directory's names are edited from the result at once
+ * (CREATE also makes a new regular file's cache object). */
+void nfsd_proc_made(struct nfsd_call *call);
+void nfsd_proc_rmdir(struct nfsd_call *call);
+void nfsd_proc_rename(struct nfsd_call *call);
+void nfsd_proc_link(struct nfsd_call *call);
 
 /* The free function of every row whose handler keeps per-call state
  * (nfs_common.c): releases it, and what it holds — a WRITE or SETATTR

@@ -46,6 +46,7 @@
 #include "daemon/upstream.h"
 #include "daemon/writeback.h"
 #include "cache/cache.h"
+#include "cache/meta.h"
 #include "proto/drc.h"
 #include "common/xalloc.h"
 
@@ -401,6 +402,14 @@ static void main_drc_stop(void)
 	drc_free(nfsd.drc);
 }
 
+/* The namespace cache: in memory only, ready before any call arrives;
+ * freed after the upstream, whose queued calls complete into it. */
+static int main_meta_start(void)
+{
+	meta_init(nfsd.loop, &nfsd.cfg.cache);
+	return 0;
+}
+
 static void main_cache_stop(void)
 {
 	if (nfsd.cache_on)
@@ -531,6 +540,7 @@ static const struct main_step main_steps[] = {
 	{ "event loop", main_loop_start, main_loop_stop },
 	{ "write verifier", main_write_verf_start, NULL },
 	{ "duplicate request cache", main_drc_start, main_drc_stop },
+	{ "namespace cache", main_meta_start, meta_finalise },
 	/* Exception: the cache is started below, after the upstream (its
 	 * volume is named after the upstream's server and export), but
 	 * finalised only here, after the upstream is freed: freeing it

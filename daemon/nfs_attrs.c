@@ -1,8 +1,8 @@
 /*
- * nfs_attrs.c — the procedures whose results carry attributes of cached
- * files: forwarded as they are, their attributes fed to the cache's
- * coherency checks (DESIGN.md "Coherency"); while a file has dirty data,
- * clients see its local size and times in them.
+ * nfs_attrs.c — the data cache's side of the results of GETATTR, LOOKUP,
+ * ACCESS and CREATE (nfs_meta.c forwards them): their attributes feed the
+ * cache's coherency checks (DESIGN.md "Coherency"); while a file has dirty
+ * data, clients see its local size and times in them.
  */
 #include "config.h"
 
@@ -12,7 +12,7 @@
 #include "daemon/nfs_common.h"
 #include "daemon/nfsd.h"
 
-static void attrs_fixup(struct nfsd_call *call, void *res)
+void nfsd_attrs_snoop(struct nfsd_call *call, void *res)
 {
 	uint64_t seq = nfsd_call_state(call)->seq;
 
@@ -61,9 +61,4 @@ static void attrs_fixup(struct nfsd_call *call, void *res)
 		break;
 	}
 	}
-}
-
-void nfsd_proc_attrs(struct nfsd_call *call)
-{
-	nfsd_forward_with(call, attrs_fixup);
 }

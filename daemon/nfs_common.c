@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cache/cache.h"
+#include "cache/meta.h"
 #include "common/xalloc.h"
 #include "daemon/call.h"
 #include "daemon/handlers.h"
@@ -50,6 +51,8 @@ void nfsd_call_state_free(struct nfsd_call *call)
 		return;
 	if (hs->held)
 		hs->unhold(hs->held);
+	if (hs->meta)
+		nfsd_meta_op_free(hs->meta);
 	free(hs);
 	call->hstate = NULL;
 }
@@ -86,6 +89,7 @@ void nfsd_forward_with(struct nfsd_call *call, nfsd_fixup_fn fixup)
 		struct nfsd_call_state *hs = nfsd_call_state(call);
 		hs->fixup = fixup;
 		hs->seq = cache_seq();
+		hs->mseq = meta_seq();
 	}
 	upstream_call(nfsd.upstream, call->desc, call->args, &call->cred, forward_done, call);
 }
@@ -182,6 +186,22 @@ void nfsd_access_snoop(struct cache_object *o, const struct rpc_cred *cred,
 	cache_access_record(o, cred, q->args.access, r->ACCESS3res_u.resok.access);
 	if (pa->attributes_follow)
 		cache_attrs_update(o, &pa->post_op_attr_u.attributes, q->seq);
+}
+
+void nfsd_meta_change_done(struct nfsd_call *call, const nfs_fh3 *fh, nfsstat3 status,
+			   const wcc_data *wcc)
+{
+	if (status == NFS3_OK)
+		meta_changed(fh, wcc);
+	else if (wcc->after.attributes_follow)
+		meta_attrs_record(fh, &wcc->after.post_op_attr_u.attributes, nfsd_call_state(call)->mseq);
+}
+
+void nfsd_meta_object_changed(const struct cache_object *o, const wcc_data *wcc)
+{
+	nfs_fh3 fh = { .data = { o->fh_len, (char *)o->fh } };
+
+	meta_changed(&fh, wcc);
 }
 
 void nfsd_post_op_snoop(struct nfsd_call *call, const nfs_fh3 *fh, post_op_attr *pa)

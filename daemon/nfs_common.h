@@ -24,6 +24,7 @@
 #include "proto/nfs.h"
 
 struct nfsd_call;
+struct nfsd_meta_op;
 
 
 /* Run on a successful upstream result of a forwarded call before it is
@@ -41,6 +42,8 @@ struct nfsd_call_state {
 	struct cache_object *held;      /* held for the call (WRITE/SETATTR: one of its
 					 * changes in flight; REMOVE: pinned); NULL = none */
 	void (*unhold)(struct cache_object *o);  /* releases `held` when the call is freed */
+	uint64_t mseq;                  /* meta_seq() when the call was forwarded */
+	struct nfsd_meta_op *meta;      /* nfs_meta.c's, NULL = none; released with the state */
 };
 
 /* The call's handler state, created (zeroed) on first use.  Never NULL. */
@@ -132,6 +135,29 @@ void nfsd_readdirplus_snoop(struct nfsd_call *call, void *res);
 /* true when `path` is one of the paths of upstream.exports ("" = any; a
  * trailing slash names the same export). */
 bool nfsd_export_allowed(const char *path);
+
+/* nfs_attrs.c: the data cache's side of a GETATTR, LOOKUP, ACCESS or CREATE
+ * result (a fixup): attributes to the coherency checks, ACCESS grants, a new
+ * file's object; dirty files' attributes patched. */
+void nfsd_attrs_snoop(struct nfsd_call *call, void *res);
+
+/* nfs_meta.c: release a handler's namespace-cache state (from
+ * nfsd_call_state_free). */
+void nfsd_meta_op_free(struct nfsd_meta_op *m);
+
+/* nfs_meta.c: `name` left directory `dir` through a REMOVE or RMDIR of ours
+ * answered `status` with `wcc`: the namespace cache learns it at once. */
+void nfsd_meta_unlinked(struct nfsd_call *call, const nfs_fh3 *dir, const char *name,
+			nfsstat3 status, wcc_data *wcc);
+
+/* A WRITE, SETATTR or COMMIT of `fh` forwarded by `call` was answered
+ * `status` with `wcc`: the namespace cache takes the change as ours (or,
+ * when it failed, records the attributes after). */
+void nfsd_meta_change_done(struct nfsd_call *call, const nfs_fh3 *fh, nfsstat3 status,
+			   const wcc_data *wcc);
+
+/* The same for write-back's own WRITEs and COMMITs of `o`. */
+void nfsd_meta_object_changed(const struct cache_object *o, const wcc_data *wcc);
 
 /* nfs_read.c: release o->rd (the free hook, nfs_common.c). */
 void nfsd_read_state_free(struct cache_object *o);

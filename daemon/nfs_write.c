@@ -115,6 +115,8 @@ static void write_fixup(struct nfsd_call *call, void *res)
 	WRITE3res *r = res;
 	WRITE3args *a = call->args;
 
+	nfsd_meta_change_done(call, &a->file, r->status, r->status == NFS3_OK ?
+			      &r->WRITE3res_u.resok.file_wcc : &r->WRITE3res_u.resfail.file_wcc);
 	if (writeback_mode() && r->status == NFS3_OK)
 		memcpy(r->WRITE3res_u.resok.verf, nfsd.write_verf, NFS3_WRITEVERFSIZE);
 	if (r->status != NFS3_OK || !nfsd.cache_on || !nfsd_fh_cacheable(&a->file))
@@ -355,6 +357,9 @@ static void commit_fixup(struct nfsd_call *call, void *res)
 	struct cache_object *o = nfsd_cache_object(&((COMMIT3args *)call->args)->file);
 	post_op_attr *post = &r->COMMIT3res_u.resok.file_wcc.after;
 
+	nfsd_meta_change_done(call, &((COMMIT3args *)call->args)->file, r->status,
+			      r->status == NFS3_OK ? &r->COMMIT3res_u.resok.file_wcc :
+			      &r->COMMIT3res_u.resfail.file_wcc);
 	if (r->status != NFS3_OK)
 		return;
 	if (o && post->attributes_follow)
@@ -442,6 +447,8 @@ static void setattr_fixup(struct nfsd_call *call, void *res)
 	SETATTR3args *a = call->args;
 	struct cache_object *o = nfsd_cache_object(&a->object);
 
+	nfsd_meta_change_done(call, &a->object, r->status, r->status == NFS3_OK ?
+			      &r->SETATTR3res_u.resok.obj_wcc : &r->SETATTR3res_u.resfail.obj_wcc);
 	if (!o || r->status != NFS3_OK)
 		return;   /* nothing changed */
 	cache_change_done(o, &r->SETATTR3res_u.resok.obj_wcc);
@@ -496,8 +503,12 @@ static void remove_unpin(struct cache_object *o)
 static void remove_fixup(struct nfsd_call *call, void *res)
 {
 	REMOVE3res *r = res;
+	REMOVE3args *a = call->args;
 	struct cache_object *o = nfsd_call_state(call)->held;
 
+	nfsd_meta_unlinked(call, &a->object.dir, a->object.name, r->status,
+			   r->status == NFS3_OK ? &r->REMOVE3res_u.resok.dir_wcc :
+			   &r->REMOVE3res_u.resfail.dir_wcc);
 	if (o && r->status == NFS3_OK) {
 		/* its last link: nothing to write the dirty bytes to any more */
 		uint64_t n = cache_dirty_drop(o, 0, UINT64_MAX);
@@ -531,7 +542,7 @@ void nfsd_proc_remove(struct nfsd_call *call)
 	REMOVE3args *a = call->args;
 
 	if (!writeback_mode() || list_empty(cache_uncommitted_list())) {
-		nfsd_forward_with(call, NULL);
+		nfsd_forward_with(call, remove_fixup);
 		return;
 	}
 	/* which file goes: a LOOKUP, only while some file has dirty data */

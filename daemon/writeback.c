@@ -392,6 +392,7 @@ static void chunk_write_done(void *priv, enum upstream_status st, void *res)
 			p->verf_changed = 1;
 		}
 		cache_change_done(o, &ok->file_wcc);
+		nfsd_meta_object_changed(o, &ok->file_wcc);
 		stats.cache_writeback_bytes += n;
 		c->sent += n;
 		if (n == 0) {

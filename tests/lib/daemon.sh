@@ -66,7 +66,7 @@ no_sanitizer_report() {
 
 # write_nfscached_conf: T_TMP/nfscached.conf: an ephemeral port on
 # 127.0.0.1, clients from any port of 127.0.0.0/8, the cache in T_TMP/cache,
-# the namespace cache off unless NFSCACHED_METADATA says otherwise.
+# the namespace cache off unless NFSCACHED_METADATA=yes.
 write_nfscached_conf() {
     local up=${NFSCACHED_UPSTREAM_URL:-nfs://$UP_HOST/export?nfsport=$UP_NFS_PORT&mountport=$UP_MNT_PORT}
     cat > "$T_TMP/nfscached.conf" <<EOC
@@ -78,9 +78,8 @@ allow = 127.0.0.0/8
 url = $up
 [cache]
 dir = $T_TMP/cache
-# The namespace cache (attributes, names, listings, ACCESS...) is off: most
-# tests check what passes through to the upstream, call by call.  Its own
-# tests turn it on with -o cache.metadata=yes (-o overrides the file).
+# the pass-through tests see every call upstream; the namespace cache's own
+# tests (6x-meta-*) turn it on with -o cache.metadata=yes
 metadata = ${NFSCACHED_METADATA:-no}
 [control]
 socket = $CTL

@@ -477,6 +477,34 @@ void call_reply(struct nfsd_call *call, void *res)
 		}
 		break;
 	}
+	case NFS3PROC_GETATTR: {
+		GETATTR3res *gr = res;
+		if (gr->status == NFS3_OK) {
+			r->attrs_follow = 1;
+			r->attrs = gr->GETATTR3res_u.resok.obj_attributes;
+		}
+		break;
+	}
+	case NFS3PROC_LOOKUP: {
+		LOOKUP3res *lr = res;
+		if (lr->status == NFS3_OK) {
+			LOOKUP3resok *ok = &lr->LOOKUP3res_u.resok;
+			if (ok->object.data.data_len > sizeof(r->fh))
+				abort();
+			r->fh_len = ok->object.data.data_len;
+			memcpy(r->fh, ok->object.data.data_val, r->fh_len);
+			copy_post_op(r, &ok->obj_attributes);
+		}
+		break;
+	}
+	case NFS3PROC_ACCESS: {
+		ACCESS3res *ar = res;
+		if (ar->status == NFS3_OK) {
+			r->access = ar->ACCESS3res_u.resok.access;
+			copy_post_op(r, &ar->ACCESS3res_u.resok.obj_attributes);
+		}
+		break;
+	}
 	case NFS3PROC_COMMIT: {
 		COMMIT3res *cr = res;
 		if (cr->status == NFS3_OK) {

@@ -77,8 +77,12 @@ struct fake_reply {
 	uint8_t *data;                   /* READ: `count` bytes answered (malloc'd) */
 	int committed;                   /* WRITE: stable_how */
 	char verf[NFS3_WRITEVERFSIZE];   /* WRITE, COMMIT: resok verifier */
-	int attrs_follow;                /* READ: post-op attributes; WRITE, COMMIT: wcc after */
+	int attrs_follow;                /* READ, GETATTR, LOOKUP (the object's), ACCESS:
+					  * post-op attributes; WRITE, COMMIT: wcc after */
 	fattr3 attrs;
+	uint8_t fh[NFS3_FHSIZE];         /* LOOKUP: the handle answered */
+	uint32_t fh_len;
+	uint32_t access;                 /* ACCESS: the bits granted */
 };
 
 /* ---- the daemon around the modules ---------------------------------- */

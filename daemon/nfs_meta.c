@@ -1,0 +1,870 @@
+/*
+ * nfs_meta.c — the procedures the namespace cache (cache/meta.h) answers or
+ * learns from: GETATTR, LOOKUP, ACCESS, READLINK, READDIR, READDIRPLUS,
+ * FSSTAT, FSINFO, PATHCONF, NULL and MOUNT's NULL, MNT and EXPORT are
+ * answered locally while what the upstream said is fresh, and forwarded
+ * otherwise with their answer recorded; the procedures that change a
+ * directory (CREATE, MKDIR, SYMLINK, MKNOD, REMOVE, RMDIR, RENAME, LINK)
+ * edit its names from their wcc data at once, so every client of this
+ * nfscached sees the change (DESIGN.md "Namespace cache").
+ *
+ * Permissions are the upstream's: a name is given from the cache only to a
+ * credential the upstream granted ACCESS3_LOOKUP on the directory, a listing
+ * only to one granted ACCESS3_READ, an ACCESS answer only from the caller's
+ * own result.  When the answer is cached but the credential's grant is not,
+ * one ACCESS of the directory goes upstream as the caller (asking every
+ * bit, as the Linux client does) instead of the call itself.
+ *
+ * While a file has dirty data, every answer carries its local size and
+ * times (cache_patch_attrs), as forwarded answers do.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache/cache.h"
+#include "cache/meta.h"
+#include "common/log.h"
+#include "common/macros.h"
+#include "common/stats.h"
+#include "common/xalloc.h"
+#include "daemon/call.h"
+#include "daemon/handlers.h"
+#include "daemon/nfs_common.h"
+#include "daemon/nfsd.h"
+
+/* What an ACCESS asks when nfscached asks on a caller's behalf: every bit,
+ * so that the caller's own ACCESS calls hit afterwards too. */
+#define ACCESS3_ALL (ACCESS3_READ | ACCESS3_LOOKUP | ACCESS3_MODIFY | ACCESS3_EXTEND | \
+		     ACCESS3_DELETE | ACCESS3_EXECUTE)
+
+/* A handler's namespace-cache state for its call (nfsd_call_state()->meta). */
+struct nfsd_meta_op {
+	struct nfsd_call *call;
+	struct meta_waiter waiter;      /* GETATTR: waiting for the one in flight */
+	bool joined;                    /* waited once already: forward next */
+	bool getattr_begun;             /* this call's GETATTR is the node's one in flight */
+	bool access_asked;              /* our own ACCESS went: forward next */
+	bool revalidated;               /* a directory's GETATTR went (or was waited for) */
+	void (*retry)(struct nfsd_call *call);   /* after our own ACCESS or GETATTR */
+	GETATTR3args getattr;           /* our own GETATTR of a directory */
+	uint64_t getattr_mseq;          /* meta_seq() when it was sent */
+	struct nfsd_access access;      /* our own ACCESS of the directory */
+	uint64_t access_mseq;           /* meta_seq() when it was sent */
+	uint8_t fh[NFS3_FHSIZE_MAX];    /* the GETATTR's handle (until meta_getattr_end) */
+	uint32_t fh_len;
+};
+
+static struct nfsd_meta_op *meta_op(struct nfsd_call *call)
+{
+	struct nfsd_call_state *hs = nfsd_call_state(call);
+
+	if (!hs->meta) {
+		hs->meta = xcalloc(1, sizeof(*hs->meta));
+		hs->meta->call = call;
+	}
+	return hs->meta;
+}
+
+static uint64_t call_mseq(struct nfsd_call *call)
+{
+	return nfsd_call_state(call)->mseq;
+}
+
+/* The client sees a dirty file's local size and times. */
+static void patch(const nfs_fh3 *fh, fattr3 *a)
+{
+	struct cache_object *o = nfsd_cache_object(fh);
+
+	if (o)
+		cache_patch_attrs(o, a);
+}
+
+static void record_post_op(const nfs_fh3 *fh, const post_op_attr *pa, uint64_t mseq)
+{
+	if (pa->attributes_follow)
+		meta_attrs_record(fh, &pa->post_op_attr_u.attributes, mseq);
+}
+
+static void set_post_op(post_op_attr *pa, const nfs_fh3 *fh, const fattr3 *a)
+{
+	pa->attributes_follow = 1;
+	pa->post_op_attr_u.attributes = *a;
+	patch(fh, &pa->post_op_attr_u.attributes);
+}
+
+void nfsd_meta_op_free(struct nfsd_meta_op *m)
+{
+	if (m->getattr_begun) {   /* no result came: the waiters ask themselves */
+		nfs_fh3 fh = { .data = { m->fh_len, (char *)m->fh } };
+		m->getattr_begun = false;
+		meta_getattr_end(&fh);
+	}
+	free(m);
+}
+
+/* ---- our own ACCESS of a directory ------------------------------------ */
+
+static void own_access_done(void *priv, enum upstream_status st, void *res)
+{
+	struct nfsd_meta_op *m = priv;
+	const ACCESS3res *r = res;
+	const nfs_fh3 *fh = &m->access.args.object;
+
+	if (st == UPSTREAM_OK && r->status == NFS3_OK) {
+		record_post_op(fh, &r->ACCESS3res_u.resok.obj_attributes, m->access_mseq);
+		meta_access_record(fh, &m->call->cred, m->access.args.access,
+				   r->ACCESS3res_u.resok.access, m->access_mseq);
+	}
+	m->retry(m->call);
+}
+
+/* The answer to `call` is cached but `cred`'s grant on `dir` is not: ask
+ * it, then retry(call) once more (which forwards if still unknown). */
+static void ask_access(struct nfsd_call *call, const nfs_fh3 *dir,
+		       void (*retry)(struct nfsd_call *call))
+{
+	struct nfsd_meta_op *m = meta_op(call);
+
+	m->access_asked = true;
+	m->retry = retry;
+	m->access_mseq = meta_seq();
+	nfsd_access_send(&m->access, dir, ACCESS3_ALL, &call->cred, own_access_done, m);
+}
+
+/* The credential's grant of `bit` on `dir`: 1 granted, 0 refused, -1 not
+ * known (then ask_access(), unless asked already: then 0, forward). */
+static int granted(struct nfsd_call *call, const nfs_fh3 *dir, uint32_t bit)
+{
+	uint32_t g;
+
+	if (meta_access_get(dir, &call->cred, bit, &g))
+		return (g & bit) != 0;
+	return meta_op(call)->access_asked ? 0 : -1;
+}
+
+/* ---- one GETATTR renews a directory's listing --------------------------- */
+
+static void dir_getattr_done(void *priv, enum upstream_status st, void *res)
+{
+	struct nfsd_meta_op *m = priv;
+	const GETATTR3res *r = res;
+	nfs_fh3 fh = { .data = { m->fh_len, (char *)m->fh } };
+
+	if (st == UPSTREAM_OK && r->status == NFS3_OK)
+		meta_attrs_record(&fh, &r->GETATTR3res_u.resok.obj_attributes, m->getattr_mseq);
+	if (m->getattr_begun) {
+		m->getattr_begun = false;
+		meta_getattr_end(&fh);
+	}
+	m->retry(m->call);
+}
+
+static void dir_wake(struct meta_waiter *w)
+{
+	struct nfsd_meta_op *m = container_of(w, struct nfsd_meta_op, waiter);
+
+	m->retry(m->call);
+}
+
+/* `dir` holds a complete listing but its attributes are past their TTL:
+ * one GETATTR (or the one in flight) as the caller, then retry(call) —
+ * unchanged attributes make the listing answer again (Linux
+ * nfs_revalidate_mapping before readdir), changed ones drop it. */
+static void revalidate_dir(struct nfsd_call *call, const nfs_fh3 *dir,
+			   void (*retry)(struct nfsd_call *call))
+{
+	struct nfsd_meta_op *m = meta_op(call);
+
+	m->revalidated = true;
+	m->retry = retry;
+	m->waiter.wake = dir_wake;
+	if (meta_getattr_join(dir, &m->waiter))
+		return;
+	m->fh_len = dir->data.data_len;
+	memcpy(m->fh, dir->data.data_val, m->fh_len);
+	m->getattr_begun = meta_getattr_begin(dir);
+	memset(&m->getattr, 0, sizeof(m->getattr));
+	m->getattr.object.data.data_len = m->fh_len;
+	m->getattr.object.data.data_val = (char *)m->fh;
+	m->getattr_mseq = meta_seq();
+	upstream_call(nfsd.upstream, proc_nfs3(NFS3PROC_GETATTR), &m->getattr, &call->cred,
+		      dir_getattr_done, m);
+}
+
+/* ---- NULL --------------------------------------------------------------- */
+
+void nfsd_proc_null(struct nfsd_call *call)
+{
+	if (meta_on())
+		call_reply(call, NULL);   /* our own ping: no round trip */
+	else
+		nfsd_forward_with(call, NULL);
+}
+
+/* ---- GETATTR (RFC 1813 §3.3.1) ------------------------------------------ */
+
+static void getattr_fixup(struct nfsd_call *call, void *res)
+{
+	GETATTR3res *r = res;
+	GETATTR3args *a = call->args;
+	struct nfsd_meta_op *m = nfsd_call_state(call)->meta;
+
+	if (r->status == NFS3_OK)
+		meta_attrs_record(&a->object, &r->GETATTR3res_u.resok.obj_attributes, call_mseq(call));
+	nfsd_attrs_snoop(call, res);
+	if (m && m->getattr_begun) {
+		m->getattr_begun = false;
+		meta_getattr_end(&a->object);   /* the waiters answer from what came */
+	}
+}
+
+static void getattr_try(struct nfsd_call *call);
+
+static void getattr_wake(struct meta_waiter *w)
+{
+	getattr_try(container_of(w, struct nfsd_meta_op, waiter)->call);
+}
+
+static void getattr_try(struct nfsd_call *call)
+{
+	GETATTR3args *a = call->args;
+	GETATTR3res res;
+
+	if (!meta_on()) {
+		nfsd_forward_with(call, getattr_fixup);
+		return;
+	}
+	memset(&res, 0, sizeof(res));
+	if (meta_attrs_get(&a->object, &res.GETATTR3res_u.resok.obj_attributes)) {
+		stats.cache_attr_hits++;
+		res.status = NFS3_OK;
+		patch(&a->object, &res.GETATTR3res_u.resok.obj_attributes);
+		call_reply(call, &res);
+		return;
+	}
+	struct nfsd_meta_op *m = meta_op(call);
+	if (!m->joined) {
+		/* one GETATTR per object at a time: the others wait for it */
+		m->joined = true;
+		m->waiter.wake = getattr_wake;
+		if (meta_getattr_join(&a->object, &m->waiter))
+			return;
+		if (meta_getattr_begin(&a->object)) {
+			m->getattr_begun = true;
+			m->fh_len = a->object.data.data_len;
+			memcpy(m->fh, a->object.data.data_val, m->fh_len);
+		}
+	}
+	stats.cache_attr_misses++;
+	nfsd_forward_with(call, getattr_fixup);
+}
+
+void nfsd_proc_getattr(struct nfsd_call *call)
+{
+	getattr_try(call);
+}
+
+/* ---- LOOKUP (§3.3.3) ------------------------------------------------------ */
+
+static void lookup_fixup(struct nfsd_call *call, void *res)
+{
+	LOOKUP3res *r = res;
+	LOOKUP3args *a = call->args;
+	uint64_t mseq = call_mseq(call);
+
+	if (r->status == NFS3_OK) {
+		LOOKUP3resok *ok = &r->LOOKUP3res_u.resok;
+		record_post_op(&a->what.dir, &ok->dir_attributes, mseq);
+		meta_name_add(&a->what.dir, a->what.name, &ok->object,
+			      ok->obj_attributes.attributes_follow ?
+			      &ok->obj_attributes.post_op_attr_u.attributes : NULL, mseq);
+	} else {
+		record_post_op(&a->what.dir, &r->LOOKUP3res_u.resfail.dir_attributes, mseq);
+		if (r->status == NFS3ERR_NOENT)
+			meta_name_negative(&a->what.dir, a->what.name, mseq);
+	}
+	nfsd_attrs_snoop(call, res);
+}
+
+static void lookup_try(struct nfsd_call *call)
+{
+	LOOKUP3args *a = call->args;
+	LOOKUP3res res;
+	nfs_fh3 child;
+	fattr3 child_attrs, dir_attrs;
+
+	if (!meta_on()) {
+		nfsd_forward_with(call, lookup_fixup);
+		return;
+	}
+	enum meta_lookup found = meta_lookup(&a->what.dir, a->what.name, &child, &child_attrs,
+					     &dir_attrs);
+	if (found != META_LOOKUP_MISS) {
+		int g = granted(call, &a->what.dir, ACCESS3_LOOKUP);
+		if (g < 0) {
+			ask_access(call, &a->what.dir, lookup_try);
+			return;
+		}
+		if (g > 0) {
+			memset(&res, 0, sizeof(res));
+			if (found == META_LOOKUP_FOUND) {
+				stats.cache_lookup_hits++;
+				res.status = NFS3_OK;
+				res.LOOKUP3res_u.resok.object = child;
+				set_post_op(&res.LOOKUP3res_u.resok.obj_attributes, &child, &child_attrs);
+				set_post_op(&res.LOOKUP3res_u.resok.dir_attributes, &a->what.dir, &dir_attrs);
+			} else {
+				stats.cache_lookup_negative_hits++;
+				res.status = NFS3ERR_NOENT;
+				set_post_op(&res.LOOKUP3res_u.resfail.dir_attributes, &a->what.dir,
+					    &dir_attrs);
+			}
+			call_reply(call, &res);
+			return;
+		}
+		/* refused: the upstream gives the error */
+	}
+	stats.cache_lookup_misses++;
+	nfsd_forward_with(call, lookup_fixup);
+}
+
+void nfsd_proc_lookup(struct nfsd_call *call)
+{
+	lookup_try(call);
+}
+
+/* ---- ACCESS (§3.3.4) ------------------------------------------------------ */
+
+static void access_fixup(struct nfsd_call *call, void *res)
+{
+	ACCESS3res *r = res;
+	ACCESS3args *a = call->args;
+	uint64_t mseq = call_mseq(call);
+
+	if (r->status == NFS3_OK) {
+		record_post_op(&a->object, &r->ACCESS3res_u.resok.obj_attributes, mseq);
+		meta_access_record(&a->object, &call->cred, a->access, r->ACCESS3res_u.resok.access,
+				   mseq);
+	} else {
+		record_post_op(&a->object, &r->ACCESS3res_u.resfail.obj_attributes, mseq);
+	}
+	nfsd_attrs_snoop(call, res);
+}
+
+void nfsd_proc_access(struct nfsd_call *call)
+{
+	ACCESS3args *a = call->args;
+	ACCESS3res res;
+	uint32_t g;
+	fattr3 attrs;
+
+	if (!meta_on()) {
+		nfsd_forward_with(call, access_fixup);
+		return;
+	}
+	if (meta_access_get(&a->object, &call->cred, a->access, &g) &&
+	    meta_attrs_get(&a->object, &attrs)) {
+		stats.cache_access_hits++;
+		memset(&res, 0, sizeof(res));
+		res.status = NFS3_OK;
+		res.ACCESS3res_u.resok.access = g;
+		set_post_op(&res.ACCESS3res_u.resok.obj_attributes, &a->object, &attrs);
+		call_reply(call, &res);
+		return;
+	}
+	stats.cache_access_misses++;
+	nfsd_forward_with(call, access_fixup);
+}
+
+/* ---- READLINK (§3.3.5) ---------------------------------------------------- */
+
+static void readlink_fixup(struct nfsd_call *call, void *res)
+{
+	READLINK3res *r = res;
+	READLINK3args *a = call->args;
+	uint64_t mseq = call_mseq(call);
+
+	if (r->status == NFS3_OK) {
+		record_post_op(&a->symlink, &r->READLINK3res_u.resok.symlink_attributes, mseq);
+		meta_readlink_record(&a->symlink, r->READLINK3res_u.resok.data, mseq);
+		if (r->READLINK3res_u.resok.symlink_attributes.attributes_follow)
+			patch(&a->symlink, &r->READLINK3res_u.resok.symlink_attributes.post_op_attr_u.attributes);
+	}
+}
+
+void nfsd_proc_readlink(struct nfsd_call *call)
+{
+	READLINK3args *a = call->args;
+	READLINK3res res;
+	fattr3 attrs;
+	const char *target;
+
+	if (meta_on() && (target = meta_readlink(&a->symlink, &attrs))) {
+		stats.cache_readlink_hits++;
+		memset(&res, 0, sizeof(res));
+		res.status = NFS3_OK;
+		set_post_op(&res.READLINK3res_u.resok.symlink_attributes, &a->symlink, &attrs);
+		res.READLINK3res_u.resok.data = (char *)target;
+		call_reply(call, &res);
+		return;
+	}
+	nfsd_forward_with(call, readlink_fixup);
+}
+
+/* ---- READDIR (§3.3.16), READDIRPLUS (§3.3.17) ------------------------------ */
+
+static void readdir_fixup(struct nfsd_call *call, void *res)
+{
+	uint64_t mseq = call_mseq(call);
+
+	if (call->desc->proc == NFS3PROC_READDIR) {
+		READDIR3res *r = res;
+		READDIR3args *a = call->args;
+		if (r->status == NFS3_OK) {
+			READDIR3resok *ok = &r->READDIR3res_u.resok;
+			record_post_op(&a->dir, &ok->dir_attributes, mseq);
+			meta_listing_plain(&a->dir, a->cookie, a->cookieverf, ok, mseq);
+		} else {
+			record_post_op(&a->dir, &r->READDIR3res_u.resfail.dir_attributes, mseq);
+		}
+		return;
+	}
+	READDIRPLUS3res *r = res;
+	READDIRPLUS3args *a = call->args;
+	if (r->status == NFS3_OK) {
+		READDIRPLUS3resok *ok = &r->READDIRPLUS3res_u.resok;
+		record_post_op(&a->dir, &ok->dir_attributes, mseq);
+		meta_listing_plus(&a->dir, a->cookie, a->cookieverf, ok, mseq);
+	} else {
+		record_post_op(&a->dir, &r->READDIRPLUS3res_u.resfail.dir_attributes, mseq);
+	}
+	nfsd_readdirplus_snoop(call, res);   /* the data cache's coherency; patches */
+}
+
+/* READDIRPLUS from the cache: dirty files show their local attributes. */
+static void readdirplus_patch(READDIRPLUS3res *res)
+{
+	for (entryplus3 *e = res->READDIRPLUS3res_u.resok.reply.entries; e; e = e->nextentry)
+		if (e->name_handle.handle_follows && e->name_attributes.attributes_follow)
+			patch(&e->name_handle.post_op_fh3_u.handle,
+			      &e->name_attributes.post_op_attr_u.attributes);
+}
+
+static void readdir_try(struct nfsd_call *call)
+{
+	if (!meta_on()) {
+		nfsd_forward_with(call, readdir_fixup);
+		return;
+	}
+	if (call->desc->proc == NFS3PROC_READDIR) {
+		READDIR3args *a = call->args;
+		READDIR3res res;
+		if (meta_readdir(a, &res)) {
+			int g = granted(call, &a->dir, ACCESS3_READ);
+			if (g > 0) {
+				stats.cache_readdir_hits++;
+				call_reply(call, &res);
+				meta_readdir_free(&res);
+				return;
+			}
+			meta_readdir_free(&res);
+			if (g < 0) {
+				ask_access(call, &a->dir, readdir_try);
+				return;
+			}
+		}
+	} else {
+		READDIRPLUS3args *a = call->args;
+		READDIRPLUS3res res;
+		if (meta_readdirplus(a, &res)) {
+			int g = granted(call, &a->dir, ACCESS3_READ);
+			if (g > 0) {
+				stats.cache_readdir_hits++;
+				readdirplus_patch(&res);
+				call_reply(call, &res);
+				meta_readdirplus_free(&res);
+				return;
+			}
+			meta_readdirplus_free(&res);
+			if (g < 0) {
+				ask_access(call, &a->dir, readdir_try);
+				return;
+			}
+		}
+	}
+	const nfs_fh3 *dir = call->desc->proc == NFS3PROC_READDIR ?
+			     &((READDIR3args *)call->args)->dir : &((READDIRPLUS3args *)call->args)->dir;
+	fattr3 attrs;
+	if (!meta_op(call)->revalidated &&
+	    meta_listing_held(dir, call->desc->proc == NFS3PROC_READDIRPLUS) &&
+	    !meta_attrs_get(dir, &attrs)) {
+		revalidate_dir(call, dir, readdir_try);
+		return;
+	}
+	stats.cache_readdir_misses++;
+	nfsd_forward_with(call, readdir_fixup);
+}
+
+void nfsd_proc_readdir(struct nfsd_call *call)
+{
+	if (call->desc->proc == NFS3PROC_READDIR) {
+		READDIR3args *a = call->args;
+		if (a->count > nfsd.max_payload)
+			a->count = nfsd.max_payload;
+	} else {
+		READDIRPLUS3args *a = call->args;
+		if (a->maxcount > nfsd.max_payload)
+			a->maxcount = nfsd.max_payload;
+		if (a->dircount > a->maxcount)
+			a->dircount = a->maxcount;
+	}
+	readdir_try(call);
+}
+
+/* ---- FSSTAT (§3.3.18), FSINFO (§3.3.19), PATHCONF (§3.3.20) ---------------- */
+
+static uint32_t clamp(uint32_t v, uint32_t max)
+{
+	return v > max ? max : v;
+}
+
+/* What a file system answers, the proxy's own limits applied to FSINFO. */
+static void fs_fixup(struct nfsd_call *call, void *res)
+{
+	const nfs_fh3 *fh = call->args;   /* FSSTAT3args, FSINFO3args, PATHCONF3args: the handle */
+	uint64_t mseq = call_mseq(call);
+
+	switch (call->desc->proc) {
+	case NFS3PROC_FSSTAT: {
+		FSSTAT3res *r = res;
+		if (r->status != NFS3_OK)
+			break;
+		record_post_op(fh, &r->FSSTAT3res_u.resok.obj_attributes, mseq);
+		meta_fsstat_record(fh, &r->FSSTAT3res_u.resok, mseq);
+		break;
+	}
+	case NFS3PROC_FSINFO: {
+		FSINFO3res *r = res;
+		if (r->status != NFS3_OK)
+			break;
+		FSINFO3resok *ok = &r->FSINFO3res_u.resok;
+		ok->rtmax = clamp(ok->rtmax, nfsd.max_payload);
+		ok->rtpref = clamp(ok->rtpref, ok->rtmax);
+		ok->wtmax = clamp(ok->wtmax, nfsd.max_payload);
+		ok->wtpref = clamp(ok->wtpref, ok->wtmax);
+		ok->dtpref = clamp(ok->dtpref, nfsd.max_payload);
+		record_post_op(fh, &ok->obj_attributes, mseq);
+		meta_fsinfo_record(fh, ok, mseq);
+		break;
+	}
+	case NFS3PROC_PATHCONF: {
+		PATHCONF3res *r = res;
+		if (r->status != NFS3_OK)
+			break;
+		record_post_op(fh, &r->PATHCONF3res_u.resok.obj_attributes, mseq);
+		meta_pathconf_record(fh, &r->PATHCONF3res_u.resok, mseq);
+		break;
+	}
+	}
+}
+
+void nfsd_proc_fs(struct nfsd_call *call)
+{
+	const nfs_fh3 *fh = call->args;
+	bool hit = false;
+
+	if (meta_on()) {
+		switch (call->desc->proc) {
+		case NFS3PROC_FSSTAT: {
+			FSSTAT3res res;
+			memset(&res, 0, sizeof(res));
+			if ((hit = meta_fsstat(fh, &res.FSSTAT3res_u.resok))) {
+				res.status = NFS3_OK;
+				call_reply(call, &res);
+			}
+			break;
+		}
+		case NFS3PROC_FSINFO: {
+			FSINFO3res res;
+			memset(&res, 0, sizeof(res));
+			if ((hit = meta_fsinfo(fh, &res.FSINFO3res_u.resok))) {
+				res.status = NFS3_OK;
+				call_reply(call, &res);
+			}
+			break;
+		}
+		case NFS3PROC_PATHCONF: {
+			PATHCONF3res res;
+			memset(&res, 0, sizeof(res));
+			if ((hit = meta_pathconf(fh, &res.PATHCONF3res_u.resok))) {
+				res.status = NFS3_OK;
+				call_reply(call, &res);
+			}
+			break;
+		}
+		}
+	}
+	if (!hit)
+		nfsd_forward_with(call, fs_fixup);
+}
+
+/* ---- changes of a directory: CREATE, MKDIR, SYMLINK, MKNOD ------------------ */
+
+/* The parts of a CREATE, MKDIR, SYMLINK or MKNOD call and result that name
+ * what was made (RFC 1813 §3.3.8–11: one layout for the four). */
+struct made {
+	const diropargs3 *where;
+	nfsstat3 status;
+	post_op_fh3 *obj;               /* NULL unless NFS3_OK */
+	post_op_attr *obj_attributes;
+	wcc_data *dir_wcc;
+};
+
+#define MADE(args_t, res_t, ok_m, fail_m) do { \
+		res_t *r = res; \
+		m.where = &((args_t *)call->args)->where; \
+		m.status = r->status; \
+		if (r->status == NFS3_OK) { \
+			m.obj = &r->ok_m.obj; \
+			m.obj_attributes = &r->ok_m.obj_attributes; \
+			m.dir_wcc = &r->ok_m.dir_wcc; \
+		} else { \
+			m.dir_wcc = &r->fail_m.dir_wcc; \
+		} \
+	} while (0)
+
+static void made_fixup(struct nfsd_call *call, void *res)
+{
+	struct made m = { 0 };
+
+	switch (call->desc->proc) {
+	case NFS3PROC_CREATE:
+		MADE(CREATE3args, CREATE3res, CREATE3res_u.resok, CREATE3res_u.resfail);
+		break;
+	case NFS3PROC_MKDIR:
+		MADE(MKDIR3args, MKDIR3res, MKDIR3res_u.resok, MKDIR3res_u.resfail);
+		break;
+	case NFS3PROC_SYMLINK:
+		MADE(SYMLINK3args, SYMLINK3res, SYMLINK3res_u.resok, SYMLINK3res_u.resfail);
+		break;
+	case NFS3PROC_MKNOD:
+		MADE(MKNOD3args, MKNOD3res, MKNOD3res_u.resok, MKNOD3res_u.resfail);
+		break;
+	default:
+		return;
+	}
+	const nfs_fh3 *dir = &m.where->dir;
+	if (m.status != NFS3_OK) {
+		/* nothing made; the name may exist after all (NFS3ERR_EXIST) */
+		record_post_op(dir, &m.dir_wcc->after, call_mseq(call));
+		meta_name_forget(dir, m.where->name);
+	} else {
+		meta_changed(dir, m.dir_wcc);
+		if (m.obj->handle_follows) {
+			const nfs_fh3 *fh = &m.obj->post_op_fh3_u.handle;
+			meta_name_add(dir, m.where->name, fh,
+				      m.obj_attributes->attributes_follow ?
+				      &m.obj_attributes->post_op_attr_u.attributes : NULL, meta_seq());
+			if (call->desc->proc == NFS3PROC_SYMLINK)
+				meta_readlink_record(fh, ((SYMLINK3args *)call->args)->symlink.symlink_data,
+						     meta_seq());
+		} else {
+			meta_name_forget(dir, m.where->name);
+		}
+	}
+	if (call->desc->proc == NFS3PROC_CREATE)
+		nfsd_attrs_snoop(call, res);   /* the data cache's new file */
+}
+#undef MADE
+
+void nfsd_proc_made(struct nfsd_call *call)
+{
+	nfsd_forward_with(call, made_fixup);
+}
+
+/* ---- REMOVE, RMDIR, RENAME, LINK ------------------------------------------- */
+
+/* A handle copied out of the cache before it is edited. */
+struct fh_copy {
+	nfs_fh3 fh;
+	uint8_t data[NFS3_FHSIZE_MAX];
+	bool known;
+};
+
+static void fh_copy_of(struct fh_copy *c, const nfs_fh3 *dir, const char *name)
+{
+	nfs_fh3 fh;
+
+	c->known = meta_name_handle(dir, name, &fh) && fh.data.data_len <= sizeof(c->data);
+	if (c->known) {
+		memcpy(c->data, fh.data.data_val, fh.data.data_len);
+		c->fh.data.data_len = fh.data.data_len;
+		c->fh.data.data_val = (char *)c->data;
+	}
+}
+
+/* `name` went from `dir` through us (REMOVE, RMDIR): wcc `wcc` of the
+ * call's result, status `status`.  The object it named has a new link
+ * count and ctime: its attributes are no longer trusted. */
+void nfsd_meta_unlinked(struct nfsd_call *call, const nfs_fh3 *dir, const char *name,
+			nfsstat3 status, wcc_data *wcc)
+{
+	struct fh_copy gone;
+
+	fh_copy_of(&gone, dir, name);
+	if (status == NFS3_OK) {
+		meta_changed(dir, wcc);
+		meta_name_negative(dir, name, meta_seq());
+		if (gone.known)
+			meta_attrs_expire(&gone.fh);
+	} else {
+		record_post_op(dir, &wcc->after, call_mseq(call));
+		meta_name_forget(dir, name);
+	}
+}
+
+static void rmdir_fixup(struct nfsd_call *call, void *res)
+{
+	RMDIR3res *r = res;
+	RMDIR3args *a = call->args;
+
+	nfsd_meta_unlinked(call, &a->object.dir, a->object.name, r->status,
+			   r->status == NFS3_OK ? &r->RMDIR3res_u.resok.dir_wcc :
+			   &r->RMDIR3res_u.resfail.dir_wcc);
+}
+
+void nfsd_proc_rmdir(struct nfsd_call *call)
+{
+	nfsd_forward_with(call, rmdir_fixup);
+}
+
+static bool fh_equal(const nfs_fh3 *a, const nfs_fh3 *b)
+{
+	return a->data.data_len == b->data.data_len &&
+	       memcmp(a->data.data_val, b->data.data_val, a->data.data_len) == 0;
+}
+
+static void rename_fixup(struct nfsd_call *call, void *res)
+{
+	RENAME3res *r = res;
+	RENAME3args *a = call->args;
+	struct fh_copy moved, replaced;
+	wcc_data *from_wcc = r->status == NFS3_OK ? &r->RENAME3res_u.resok.fromdir_wcc :
+			     &r->RENAME3res_u.resfail.fromdir_wcc;
+	wcc_data *to_wcc = r->status == NFS3_OK ? &r->RENAME3res_u.resok.todir_wcc :
+			   &r->RENAME3res_u.resfail.todir_wcc;
+	bool same_dir = fh_equal(&a->from.dir, &a->to.dir);
+
+	fh_copy_of(&moved, &a->from.dir, a->from.name);
+	fh_copy_of(&replaced, &a->to.dir, a->to.name);
+	if (r->status != NFS3_OK) {
+		record_post_op(&a->from.dir, &from_wcc->after, call_mseq(call));
+		if (!same_dir)
+			record_post_op(&a->to.dir, &to_wcc->after, call_mseq(call));
+		meta_name_forget(&a->from.dir, a->from.name);
+		meta_name_forget(&a->to.dir, a->to.name);
+		return;
+	}
+	meta_changed(&a->from.dir, from_wcc);
+	if (!same_dir)
+		meta_changed(&a->to.dir, to_wcc);
+	meta_name_negative(&a->from.dir, a->from.name, meta_seq());
+	if (moved.known) {
+		meta_name_add(&a->to.dir, a->to.name, &moved.fh, NULL, meta_seq());
+		meta_attrs_expire(&moved.fh);   /* its ctime (and a directory's "..") changed */
+	} else {
+		meta_name_forget(&a->to.dir, a->to.name);
+	}
+	if (replaced.known && !(moved.known && fh_equal(&moved.fh, &replaced.fh)))
+		meta_attrs_expire(&replaced.fh);   /* one link fewer */
+}
+
+void nfsd_proc_rename(struct nfsd_call *call)
+{
+	nfsd_forward_with(call, rename_fixup);
+}
+
+static void link_fixup(struct nfsd_call *call, void *res)
+{
+	LINK3res *r = res;
+	LINK3args *a = call->args;
+
+	if (r->status != NFS3_OK) {
+		record_post_op(&a->link.dir, &r->LINK3res_u.resfail.linkdir_wcc.after, call_mseq(call));
+		record_post_op(&a->file, &r->LINK3res_u.resfail.file_attributes, call_mseq(call));
+		meta_name_forget(&a->link.dir, a->link.name);
+		return;
+	}
+	LINK3resok *ok = &r->LINK3res_u.resok;
+	meta_changed(&a->link.dir, &ok->linkdir_wcc);
+	if (ok->file_attributes.attributes_follow)
+		meta_name_add(&a->link.dir, a->link.name, &a->file,
+			      &ok->file_attributes.post_op_attr_u.attributes, meta_seq());
+	else {
+		meta_name_add(&a->link.dir, a->link.name, &a->file, NULL, meta_seq());
+		meta_attrs_expire(&a->file);
+	}
+	nfsd_post_op_snoop(call, &a->file, &ok->file_attributes);
+}
+
+void nfsd_proc_link(struct nfsd_call *call)
+{
+	nfsd_forward_with(call, link_fixup);
+}
+
+/* ---- MOUNT (RFC 1813 §5.2) -------------------------------------------------- */
+
+static void mnt_fixup(struct nfsd_call *call, void *res)
+{
+	mountres3 *r = res;
+
+	if (r->fhs_status == MNT3_OK)
+		meta_mnt_record(*(dirpath *)call->args, &r->mountres3_u.mountinfo);
+}
+
+void nfsd_proc_mnt(struct nfsd_call *call)
+{
+	dirpath *path = call->args;
+	mountres3 res;
+
+	memset(&res, 0, sizeof(res));
+	if (!nfsd_export_allowed(*path)) {
+		res.fhs_status = MNT3ERR_ACCES;
+		log_info("mount: %s refused: not in upstream.exports", *path);
+		call_reply(call, &res);
+		return;
+	}
+	if (meta_on() && meta_mnt(*path, &res.mountres3_u.mountinfo)) {
+		res.fhs_status = MNT3_OK;
+		call_reply(call, &res);
+		return;
+	}
+	nfsd_forward_with(call, mnt_fixup);
+}
+
+static void export_fixup(struct nfsd_call *call, void *res)
+{
+	(void)call;
+	exports *list = res;
+
+	for (exports *p = list; *p;) {
+		if (!nfsd_export_allowed((*p)->ex_dir))
+			*p = (*p)->ex_next;   /* unlink; the nodes belong to libnfs */
+		else
+			p = &(*p)->ex_next;
+	}
+	meta_export_record(*list);
+}
+
+void nfsd_proc_export(struct nfsd_call *call)
+{
+	exports list;
+
+	if (meta_on() && meta_export(&list)) {
+		call_reply(call, &list);
+		return;
+	}
+	nfsd_forward_with(call, export_fixup);
+}

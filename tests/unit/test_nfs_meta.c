@@ -1,0 +1,441 @@
+/*
+ * test_nfs_meta.c — the namespace cache's procedures (daemon/nfs_meta.c,
+ * DESIGN.md "Namespace cache") driven through the procedure table with the
+ * fake upstream (fake_upstream.h) on the real cache/meta.c, a real libev
+ * loop and the data cache.  Each case asserts what was answered, the
+ * counters that say where the answer came from, and the upstream calls:
+ *   1. GETATTR: a miss goes upstream once; the next is answered locally;
+ *      concurrent GETATTRs of one handle wait for the one in flight;
+ *   2. LOOKUP of a name a READDIRPLUS returned: one ACCESS of the directory
+ *      as the caller, then every LOOKUP of it locally; another uid gets its
+ *      own ACCESS and, refused, the upstream's error;
+ *   3. ACCESS answered from the caller's own result only;
+ *   4. a negative LOOKUP, then a CREATE of that name through the proxy: the
+ *      name is found at once without a LOOKUP upstream;
+ *   5. NULL answered locally; FSINFO twice: one upstream call;
+ *   6. a listing past its directory's TTL: one GETATTR renews it when the
+ *      directory is unchanged; a changed one sends the READDIRPLUS;
+ *   7. cache.metadata = no: everything forwarded.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "cache/meta.h"
+#include "common/log.h"
+#include "common/stats.h"
+#include "daemon/nfs_common.h"
+#include "tests/unit/fake_upstream.h"
+#include "tests/unit/fattr.h"
+#include "tests/unit/tap.h"
+
+#define PAYLOAD 65536u
+
+static struct ev_loop *lp;
+
+static const struct rpc_cred alice = {
+	.flavor = RPC_AUTH_SYS, .machinename = "client", .uid = 1000, .gid = 100,
+	.gids_len = 1, .gids = { 100 },
+};
+static const struct rpc_cred bob = {
+	.flavor = RPC_AUTH_SYS, .machinename = "client", .uid = 1001, .gid = 1001,
+	.gids_len = 0,
+};
+
+static uint8_t dir_fh[] = { 0xd1, 0x01, 0x02, 0x03 };
+static uint8_t file_fh[] = { 0xf1, 0x01, 0x02, 0x03, 0x04 };
+static uint8_t new_fh[] = { 0xf2, 0x09 };
+static fattr3 dir_attrs, file_attrs;
+
+static int metadata_on = 1;
+static unsigned acdir = 60;
+
+static void tune(struct nfsd_conf *cfg)
+{
+	cfg->cache.acregmin = cfg->cache.acregmax = 60;
+	cfg->cache.acdirmin = cfg->cache.acdirmax = acdir;
+	cfg->cache.metadata = metadata_on;
+}
+
+static void start(void)
+{
+	stats_reset();
+	memset(&stats, 0, sizeof(stats));
+	fake_daemon_start(lp, PAYLOAD, tune);
+	meta_init(lp, &nfsd.cfg.cache);
+	dir_attrs = test_fattr3(4096, 1000, 0, 1, 2);
+	dir_attrs.type = NF3DIR;
+	dir_attrs.mode = 0755;
+	file_attrs = test_fattr3(10, 1000, 0, 1, 3);
+}
+
+static void stop(void)
+{
+	meta_finalise();
+	fake_daemon_stop();
+}
+
+static nfs_fh3 fh3(uint8_t *data, uint32_t len)
+{
+	nfs_fh3 fh = { .data = { len, (char *)data } };
+	return fh;
+}
+
+static uint32_t getattr(const uint8_t *fh, uint32_t len, const struct rpc_cred *cred)
+{
+	struct nfsd_call *call = fake_client_call(NFS3PROC_GETATTR, cred);
+	GETATTR3args *a = call->args;
+
+	a->object = fh3((uint8_t *)fh, len);
+	return fake_dispatch(call);
+}
+
+static uint32_t lookup(const char *name, const struct rpc_cred *cred)
+{
+	struct nfsd_call *call = fake_client_call(NFS3PROC_LOOKUP, cred);
+	LOOKUP3args *a = call->args;
+
+	a->what.dir = fh3(dir_fh, sizeof(dir_fh));
+	a->what.name = (char *)name;
+	return fake_dispatch(call);
+}
+
+static uint32_t access_call(uint8_t *fh, uint32_t len, uint32_t bits, const struct rpc_cred *cred)
+{
+	struct nfsd_call *call = fake_client_call(NFS3PROC_ACCESS, cred);
+	ACCESS3args *a = call->args;
+
+	a->object = fh3(fh, len);
+	a->access = bits;
+	return fake_dispatch(call);
+}
+
+/* A READDIRPLUS of the directory, forwarded and answered with one entry
+ * "f" (file_fh, file_attrs), eof. */
+static void readdirplus_warm(void)
+{
+	struct nfsd_call *call = fake_client_call(NFS3PROC_READDIRPLUS, &alice);
+	READDIRPLUS3args *a = call->args;
+
+	a->dir = fh3(dir_fh, sizeof(dir_fh));
+	a->dircount = 4096;
+	a->maxcount = 16384;
+	uint32_t xid = fake_dispatch(call);
+	struct fake_call *c = fake_pending_nth(NFS3PROC_READDIRPLUS, 0);
+	if (!c)
+		fake_bail_out("READDIRPLUS not forwarded");
+	READDIRPLUS3res res;
+	entryplus3 e;
+	memset(&res, 0, sizeof(res));
+	memset(&e, 0, sizeof(e));
+	e.fileid = file_attrs.fileid;
+	e.name = "f";
+	e.cookie = 7;
+	e.name_attributes.attributes_follow = 1;
+	e.name_attributes.post_op_attr_u.attributes = file_attrs;
+	e.name_handle.handle_follows = 1;
+	e.name_handle.post_op_fh3_u.handle = fh3(file_fh, sizeof(file_fh));
+	res.status = NFS3_OK;
+	res.READDIRPLUS3res_u.resok.dir_attributes.attributes_follow = 1;
+	res.READDIRPLUS3res_u.resok.dir_attributes.post_op_attr_u.attributes = dir_attrs;
+	memcpy(res.READDIRPLUS3res_u.resok.cookieverf, "verfverf", 8);
+	res.READDIRPLUS3res_u.resok.reply.entries = &e;
+	res.READDIRPLUS3res_u.resok.reply.eof = 1;
+	fake_complete(c, UPSTREAM_OK, &res);
+	const struct fake_reply *r = fake_wait_reply(xid);
+	is_int(r ? (long long)r->status : -1, NFS3_OK, "READDIRPLUS forwarded and answered");
+}
+
+static void test_getattr(void)
+{
+	start();
+	uint32_t x1 = getattr(file_fh, sizeof(file_fh), &alice);
+	is_int(fake_sent(NFS3PROC_GETATTR), 1, "GETATTR miss: one upstream GETATTR");
+	GETATTR3res res = fake_getattr3res(&file_attrs);
+	fake_complete(fake_pending_nth(NFS3PROC_GETATTR, 0), UPSTREAM_OK, &res);
+	const struct fake_reply *r = fake_wait_reply(x1);
+	ok(r && r->status == NFS3_OK && r->attrs.size == 10, "the first GETATTR answered from upstream");
+
+	uint32_t x2 = getattr(file_fh, sizeof(file_fh), &bob);
+	r = fake_reply_of(x2);
+	ok(r && r->status == NFS3_OK && r->attrs.fileid == 3 && r->attrs.size == 10,
+	   "the second answered at once from the cache (any credential)");
+	is_int(fake_sent(NFS3PROC_GETATTR), 1, "no second upstream GETATTR");
+	is_int(stats.cache_attr_hits, 1, "cache.attr.hits 1");
+	is_int(stats.cache_attr_misses, 1, "cache.attr.misses 1");
+
+	/* three at once on an unknown handle: one goes, two wait */
+	uint32_t y[3];
+	for (int i = 0; i < 3; i++)
+		y[i] = getattr(new_fh, sizeof(new_fh), &alice);
+	is_int(fake_pending(NFS3PROC_GETATTR), 1, "concurrent GETATTRs: one upstream call in flight");
+	fattr3 na = test_fattr3(99, 1000, 0, 1, 9);
+	res = fake_getattr3res(&na);
+	fake_complete(fake_pending_nth(NFS3PROC_GETATTR, 0), UPSTREAM_OK, &res);
+	int answered = 0;
+	for (int i = 0; i < 3; i++) {
+		r = fake_wait_reply(y[i]);
+		answered += r && r->status == NFS3_OK && r->attrs.size == 99;
+	}
+	is_int(answered, 3, "all three answered with its attributes");
+	is_int(fake_sent(NFS3PROC_GETATTR), 2, "by one upstream GETATTR");
+
+	/* the one in flight gets no answer: the waiters ask themselves */
+	uint8_t other[] = { 0x77 };
+	uint32_t z1 = getattr(other, sizeof(other), &alice);
+	uint32_t z2 = getattr(other, sizeof(other), &alice);
+	fake_complete_timeout(fake_pending_nth(NFS3PROC_GETATTR, 0));
+	r = fake_wait_reply(z1);
+	is_int(r ? (long long)r->status : -1, NFS3ERR_JUKEBOX, "GETATTR without an answer: JUKEBOX");
+	ok(fake_wait_pending(NFS3PROC_GETATTR, 1), "its waiter sent its own GETATTR");
+	res = fake_getattr3res(&na);
+	fake_complete(fake_pending_nth(NFS3PROC_GETATTR, 0), UPSTREAM_OK, &res);
+	r = fake_wait_reply(z2);
+	is_int(r ? (long long)r->status : -1, NFS3_OK, "and got its answer");
+	stop();
+}
+
+static void test_lookup(void)
+{
+	start();
+	readdirplus_warm();
+	uint32_t x = lookup("f", &alice);
+	is_int(fake_sent(NFS3PROC_LOOKUP), 0, "LOOKUP of a listed name: no upstream LOOKUP");
+	struct fake_call *c = fake_pending_nth(NFS3PROC_ACCESS, 0);
+	ok(c && c->cred.uid == 1000 && c->access == 0x3f,
+	   "one ACCESS of the directory as the caller, every bit asked");
+	if (!c)
+		fake_bail_out("no ACCESS");
+	ACCESS3res ar = fake_access3res(ACCESS3_READ | ACCESS3_LOOKUP, &dir_attrs);
+	fake_complete(c, UPSTREAM_OK, &ar);
+	const struct fake_reply *r = fake_wait_reply(x);
+	ok(r && r->status == NFS3_OK && r->fh_len == sizeof(file_fh) &&
+	   memcmp(r->fh, file_fh, sizeof(file_fh)) == 0 && r->attrs.size == 10,
+	   "LOOKUP answered from the listing: handle and attributes");
+	x = lookup("f", &alice);
+	r = fake_reply_of(x);
+	ok(r && r->status == NFS3_OK, "the next LOOKUP at once");
+	is_int(fake_sent(NFS3PROC_ACCESS), 1, "without another ACCESS");
+	is_int(stats.cache_lookup_hits, 2, "cache.lookup.hits 2");
+
+	/* ACCESS: alice's own result; bob has none */
+	x = access_call(dir_fh, sizeof(dir_fh), ACCESS3_LOOKUP | ACCESS3_READ, &alice);
+	r = fake_reply_of(x);
+	ok(r && r->status == NFS3_OK && r->access == (ACCESS3_LOOKUP | ACCESS3_READ),
+	   "alice's ACCESS of the directory answered from her own result");
+	is_int(stats.cache_access_hits, 1, "cache.access.hits 1");
+
+	/* bob: his own ACCESS, refused search: the upstream's error */
+	x = lookup("f", &bob);
+	c = fake_pending_nth(NFS3PROC_ACCESS, 0);
+	ok(c && c->cred.uid == 1001, "bob's LOOKUP asks ACCESS as bob");
+	if (!c)
+		fake_bail_out("no ACCESS for bob");
+	ar = fake_access3res(0, &dir_attrs);
+	fake_complete(c, UPSTREAM_OK, &ar);
+	ok(fake_wait_pending(NFS3PROC_LOOKUP, 1), "refused: the LOOKUP goes upstream");
+	fake_complete_status(fake_pending_nth(NFS3PROC_LOOKUP, 0), NFS3ERR_ACCES);
+	r = fake_wait_reply(x);
+	is_int(r ? (long long)r->status : -1, NFS3ERR_ACCES, "bob gets NFS3ERR_ACCES");
+	is_int(stats.cache_lookup_hits, 2, "no cache hit for bob");
+	x = access_call(dir_fh, sizeof(dir_fh), ACCESS3_LOOKUP, &bob);
+	r = fake_reply_of(x);
+	ok(r && r->status == NFS3_OK && r->access == 0, "bob's ACCESS: his own result (nothing granted)");
+	stop();
+}
+
+static void test_negative_create(void)
+{
+	start();
+	readdirplus_warm();
+	uint32_t x = lookup("new", &alice);
+	struct fake_call *c = fake_pending_nth(NFS3PROC_LOOKUP, 0);
+	ok(c != NULL, "LOOKUP of a name not cached goes upstream");
+	if (!c)
+		fake_bail_out("no LOOKUP");
+	LOOKUP3res lr;
+	memset(&lr, 0, sizeof(lr));
+	lr.status = NFS3ERR_NOENT;
+	lr.LOOKUP3res_u.resfail.dir_attributes.attributes_follow = 1;
+	lr.LOOKUP3res_u.resfail.dir_attributes.post_op_attr_u.attributes = dir_attrs;
+	fake_complete(c, UPSTREAM_OK, &lr);
+	const struct fake_reply *r = fake_wait_reply(x);
+	is_int(r ? (long long)r->status : -1, NFS3ERR_NOENT, "NOENT");
+	x = lookup("new", &alice);
+	c = fake_pending_nth(NFS3PROC_ACCESS, 0);
+	if (c) {
+		ACCESS3res ar = fake_access3res(0x1f, &dir_attrs);
+		fake_complete(c, UPSTREAM_OK, &ar);
+	}
+	r = fake_wait_reply(x);
+	is_int(r ? (long long)r->status : -1, NFS3ERR_NOENT, "the second NOENT from the cache");
+	is_int(fake_sent(NFS3PROC_LOOKUP), 1, "one upstream LOOKUP for both");
+	is_int(stats.cache_lookup_negative_hits, 1, "cache.lookup.negative_hits 1");
+
+	/* CREATE of it through the proxy: wcc before = the cached attributes */
+	struct nfsd_call *call = fake_client_call(NFS3PROC_CREATE, &alice);
+	CREATE3args *ca = call->args;
+	ca->where.dir = fh3(dir_fh, sizeof(dir_fh));
+	ca->where.name = "new";
+	x = fake_dispatch(call);
+	c = fake_pending_nth(NFS3PROC_CREATE, 0);
+	if (!c)
+		fake_bail_out("CREATE not forwarded");
+	fattr3 after = dir_attrs, made = test_fattr3(0, 2000, 5, 1, 11);
+	after.mtime.seconds = after.ctime.seconds = 2000;
+	CREATE3res cr;
+	memset(&cr, 0, sizeof(cr));
+	cr.status = NFS3_OK;
+	cr.CREATE3res_u.resok.obj.handle_follows = 1;
+	cr.CREATE3res_u.resok.obj.post_op_fh3_u.handle = fh3(new_fh, sizeof(new_fh));
+	cr.CREATE3res_u.resok.obj_attributes.attributes_follow = 1;
+	cr.CREATE3res_u.resok.obj_attributes.post_op_attr_u.attributes = made;
+	wcc_data *w = &cr.CREATE3res_u.resok.dir_wcc;
+	w->before.attributes_follow = 1;
+	w->before.pre_op_attr_u.attributes.size = dir_attrs.size;
+	w->before.pre_op_attr_u.attributes.mtime = dir_attrs.mtime;
+	w->before.pre_op_attr_u.attributes.ctime = dir_attrs.ctime;
+	w->after.attributes_follow = 1;
+	w->after.post_op_attr_u.attributes = after;
+	fake_complete(c, UPSTREAM_OK, &cr);
+	r = fake_wait_reply(x);
+	is_int(r ? (long long)r->status : -1, NFS3_OK, "CREATE answered");
+	x = lookup("new", &alice);
+	r = fake_reply_of(x);
+	ok(r && r->status == NFS3_OK && r->fh_len == sizeof(new_fh) &&
+	   memcmp(r->fh, new_fh, sizeof(new_fh)) == 0,
+	   "the created name is found at once, with its handle");
+	is_int(fake_sent(NFS3PROC_LOOKUP), 1, "no upstream LOOKUP for it");
+	x = lookup("f", &alice);
+	r = fake_reply_of(x);
+	ok(r && r->status == NFS3_OK, "the other names stay (the change was ours)");
+	stop();
+}
+
+static void test_null_fsinfo(void)
+{
+	start();
+	struct nfsd_call *call = fake_client_call(NFS3PROC_NULL, &alice);
+	uint32_t x = fake_dispatch(call);
+	const struct fake_reply *r = fake_reply_of(x);
+	ok(r && r->kind == FAKE_REPLY_RESULT, "NULL answered at once");
+	is_int(fake_sent(FAKE_ANY_PROC), 0, "without an upstream call");
+
+	FSINFO3res fr;
+	memset(&fr, 0, sizeof(fr));
+	fr.status = NFS3_OK;
+	fr.FSINFO3res_u.resok.obj_attributes.attributes_follow = 1;
+	fr.FSINFO3res_u.resok.obj_attributes.post_op_attr_u.attributes = dir_attrs;
+	fr.FSINFO3res_u.resok.rtmax = 1 << 20;
+	fr.FSINFO3res_u.resok.wtmax = 1 << 20;
+	fr.FSINFO3res_u.resok.maxfilesize = 1ull << 40;
+	for (int i = 0; i < 2; i++) {
+		call = fake_client_call(NFS3PROC_FSINFO, &alice);
+		((FSINFO3args *)call->args)->fsroot = fh3(dir_fh, sizeof(dir_fh));
+		x = fake_dispatch(call);
+		struct fake_call *c = fake_pending_nth(NFS3PROC_FSINFO, 0);
+		if (c)
+			fake_complete(c, UPSTREAM_OK, &fr);
+		r = fake_wait_reply(x);
+		is_int(r ? (long long)r->status : -1, NFS3_OK, "FSINFO %d answered", i + 1);
+	}
+	is_int(fake_sent(NFS3PROC_FSINFO), 1, "FSINFO twice: one upstream call");
+	stop();
+}
+
+static uint32_t readdirplus(void)
+{
+	struct nfsd_call *call = fake_client_call(NFS3PROC_READDIRPLUS, &alice);
+	READDIRPLUS3args *a = call->args;
+
+	a->dir = fh3(dir_fh, sizeof(dir_fh));
+	a->dircount = 4096;
+	a->maxcount = 16384;
+	return fake_dispatch(call);
+}
+
+static void test_listing_revalidate(void)
+{
+	acdir = 1;
+	start();
+	readdirplus_warm();
+	uint32_t x = readdirplus();
+	struct fake_call *c = fake_pending_nth(NFS3PROC_ACCESS, 0);
+	if (!c)
+		fake_bail_out("no ACCESS before a listing from the cache");
+	ACCESS3res ar = fake_access3res(ACCESS3_READ | ACCESS3_LOOKUP, &dir_attrs);
+	fake_complete(c, UPSTREAM_OK, &ar);
+	const struct fake_reply *r = fake_wait_reply(x);
+	is_int(r ? (long long)r->status : -1, NFS3_OK, "READDIRPLUS answered from the listing");
+	is_int(fake_sent(NFS3PROC_READDIRPLUS), 1, "one upstream READDIRPLUS so far");
+
+	fake_run_for(1.2);   /* the directory's TTL (acdirmax 1 s) is over */
+	x = readdirplus();
+	c = fake_pending_nth(NFS3PROC_GETATTR, 0);
+	ok(c != NULL && fake_pending(NFS3PROC_READDIRPLUS) == 0,
+	   "past the TTL: one GETATTR of the directory, no READDIRPLUS");
+	if (!c)
+		fake_bail_out("no GETATTR");
+	GETATTR3res gr = fake_getattr3res(&dir_attrs);
+	fake_complete(c, UPSTREAM_OK, &gr);
+	r = fake_wait_reply(x);
+	is_int(r ? (long long)r->status : -1, NFS3_OK, "unchanged: answered from the listing");
+	is_int(fake_sent(NFS3PROC_READDIRPLUS), 1, "still one upstream READDIRPLUS");
+	is_int(stats.cache_readdir_hits, 2, "cache.readdir.hits 2");
+
+	fake_run_for(1.2);
+	x = readdirplus();
+	c = fake_pending_nth(NFS3PROC_GETATTR, 0);
+	if (!c)
+		fake_bail_out("no second GETATTR");
+	fattr3 changed = dir_attrs;
+	changed.mtime.nseconds = 1;
+	gr = fake_getattr3res(&changed);
+	fake_complete(c, UPSTREAM_OK, &gr);
+	ok(fake_wait_pending(NFS3PROC_READDIRPLUS, 1), "changed: the READDIRPLUS goes upstream");
+	fake_complete_status(fake_pending_nth(NFS3PROC_READDIRPLUS, 0), NFS3ERR_IO);
+	r = fake_wait_reply(x);
+	is_int(r ? (long long)r->status : -1, NFS3ERR_IO, "with the upstream's answer");
+	stop();
+	acdir = 60;
+}
+
+static void test_off(void)
+{
+	metadata_on = 0;
+	start();
+	for (int i = 0; i < 2; i++) {
+		uint32_t x = getattr(file_fh, sizeof(file_fh), &alice);
+		GETATTR3res res = fake_getattr3res(&file_attrs);
+		fake_complete(fake_pending_nth(NFS3PROC_GETATTR, 0), UPSTREAM_OK, &res);
+		fake_wait_reply(x);
+	}
+	is_int(fake_sent(NFS3PROC_GETATTR), 2, "cache.metadata = no: every GETATTR forwarded");
+	struct nfsd_call *call = fake_client_call(NFS3PROC_NULL, &alice);
+	fake_dispatch(call);
+	is_int(fake_sent(NFS3PROC_NULL), 1, "and NULL too");
+	fake_complete(fake_pending_nth(NFS3PROC_NULL, 0), UPSTREAM_OK, NULL);
+	is_int(stats.cache_attr_hits + stats.cache_attr_misses, 0, "nothing counted as a cache answer");
+	stop();
+	metadata_on = 1;
+}
+
+int main(void)
+{
+	fake_watchdog(60);
+	lp = ev_loop_new(EVFLAG_AUTO);
+	if (!lp)
+		return 1;
+	log_init(1, LOG_LEVEL_WARNING);
+
+	test_getattr();
+	test_lookup();
+	test_negative_create();
+	test_null_fsinfo();
+	test_listing_revalidate();
+	test_off();
+
+	ev_loop_destroy(lp);
+	return done();
+}
