@@ -15,6 +15,9 @@
 #                          (cache.readlink.hits, no upstream READLINK)
 #   MKNOD d2/p FIFO        LOOKUP and GETATTR give NF3FIFO; a FIFO on disk
 #   MKDIR d2/nd, CREATE d1/new   LOOKUP finds them
+#   RENAME d1/mv -> d2/mv (a directory)   B's READDIRPLUS of mv, listed
+#                          before, gives ".." as d2 (the upstream's entries);
+#                          LOOKUP of ".." in mv is d2
 # and after each, B's READDIRPLUS passes of both directories (small pages:
 # the listing of d1 takes several) list exactly the names in the export,
 # as the upstream lists them, with the upstream's handles.
@@ -36,7 +39,8 @@ needs_own_upstream
 setup -o cache.metadata=yes -o cache.acregmin=30 -o cache.acregmax=60 \
     -o cache.acdirmin=30 -o cache.acdirmax=60
 
-mkdir -p "$EXPORT_DIR/d1/sub" "$EXPORT_DIR/d2"
+mkdir -p "$EXPORT_DIR/d1/sub" "$EXPORT_DIR/d1/mv" "$EXPORT_DIR/d2"
+echo in > "$EXPORT_DIR/d1/mv/in"
 for n in f g h; do echo "file $n" > "$EXPORT_DIR/d1/$n"; done
 for i in $(seq -w 0 39); do echo "$i" > "$EXPORT_DIR/d1/fill$i"; done
 echo e > "$EXPORT_DIR/d2/e"
@@ -236,6 +240,27 @@ r = A.create(dirs["d1"], "new")
 chk.is_(r["nfs_status"], "NFS3_OK", "create: CREATE d1/new on A")
 lookup_found("create", "d1", "new", r.get("fh", ""), "NF3REG", True)
 check_dirs("mkdir+create")
+
+# ---- RENAME of a directory: its ".." -------------------------------------------------
+warm("rename dir", ["d1/mv", "d2/mv"])
+mv = handles["d1/mv"]
+B.access(mv)
+for _ in (1, 2):
+    lm = B.listing(mv)
+    dd = B.lookup(mv, "..")
+chk.is_("%s %s" % (lm["fhs"].get(".."), dd.get("fh")), "%s %s" % (dirs["d1"], dirs["d1"]),
+        "rename dir: mv's \"..\" is d1 before (READDIRPLUS, LOOKUP)")
+r = A.rename(dirs["d1"], "mv", dirs["d2"], "mv")
+chk.is_(r["nfs_status"], "NFS3_OK", "rename dir: RENAME d1/mv d2/mv on A")
+lm, want = B.listing(mv), D.listing(mv)
+chk.is_(" ".join("%s=%s" % (n, lm["fhs"].get(n)) for n in sorted(lm["names"])),
+        " ".join("%s=%s" % (n, want["fhs"].get(n)) for n in sorted(want["names"])),
+        "rename dir: B's READDIRPLUS of mv at once: the upstream's names and handles")
+chk.is_(lm["fhs"].get(".."), dirs["d2"], "rename dir: ... \"..\" is d2")
+chk.is_(B.lookup(mv, "..").get("fh"), dirs["d2"], "rename dir: B's LOOKUP of \"..\" in mv is d2")
+lookup_gone("rename dir", "d1", "mv")
+lookup_found("rename dir", "d2", "mv", mv, "NF3DIR", False)
+check_dirs("rename dir")
 
 # ---- RENAME back over an existing name ---------------------------------------------
 warm("rename over", ["d2/f2", "d1/new", "d2/e"])
