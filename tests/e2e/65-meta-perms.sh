@@ -24,6 +24,11 @@
 #   narrowed   `chmod 0055 d` (the owner loses everything): after the TTL
 #              uid 1000's LOOKUP, READDIR and READDIRPLUS get NFS3ERR_ACCES,
 #              none from the cache; uid 1001 may list d
+#   SETATTR    a mode changed through nfscached narrows at once: uid 1001
+#              with group 1000 among its groups, its LOOKUP and listing of
+#              d (0750) warm, gets NFS3ERR_ACCES at once after root's
+#              SETATTR of d to 0700 through nfscached, and uid 1000's ACCESS
+#              of f after a SETATTR of f to 0440 is the upstream's new answer
 #   squash     (started again with server.squash = root, d 0750 again)
 #              after uid 1000 warmed the cache, root's ACCESS of d is
 #              forwarded and is uid 65534's answer (no bits); its LOOKUP
@@ -202,6 +207,40 @@ chk.is_(DU.lookup(d, "f")["nfs_status"], "NFS3ERR_ACCES", "0055: as the upstream
 chk.is_(U.access(d, BITS).get("access"), DU.access(d, BITS).get("access"),
         "0055: uid 1000's ACCESS of d is the upstream's")
 chk.is_(names(plus(V)), export_names(), "0055: uid 1001 (others r-x) lists d")
+
+# ---- SETATTR of the mode through nfscached -----------------------------------------------
+G = nsrpc.Client(port, uid=1001, gid=1001, gids=(1000,))
+DG = nsrpc.Client(up_nfs, up_mnt, uid=1001, gid=1001, gids=(1000,))
+r = R.setattr(d, mode=0o750)
+chk.is_(r["nfs_status"], "NFS3_OK", "SETATTR: root sets d to 0750 through nfscached")
+for _ in (1, 2):
+    G.access(d)
+    s0 = st.snap()
+    lg, pg = G.lookup(d, "f"), plus(G)
+    s1 = st.snap()
+chk.is_("%s %s" % (lg["nfs_status"], pg["status"]), "NFS3_OK NFS3_OK",
+        "SETATTR: uid 1001 in group 1000 looks up f and lists d")
+chk.is_("%s %s" % (delta(s0, s1, "cache.lookup.hits"), delta(s0, s1, "cache.readdir.hits")), "1 %d" % pg["pages"],
+        "SETATTR: ... the second time from the cache")
+r = R.setattr(d, mode=0o700)
+chk.is_(r["nfs_status"], "NFS3_OK", "SETATTR: root sets d to 0700 through nfscached")
+s0 = st.snap()
+g = {"LOOKUP f": G.lookup(d, "f")["nfs_status"], "READDIRPLUS": plus(G)["status"], "READDIR": plain(G)["status"]}
+s1 = st.snap()
+for k in g:
+    chk.is_(g[k], "NFS3ERR_ACCES", "SETATTR: at once uid 1001 in group 1000 gets NFS3ERR_ACCES on %s" % k)
+chk.is_("%s %s %s" % (delta(s0, s1, "cache.lookup.hits"), delta(s0, s1, "cache.lookup.negative_hits"),
+                      delta(s0, s1, "cache.readdir.hits")), "0 0 0", "SETATTR: ... none from the cache")
+chk.is_(G.access(d).get("access"), DG.access(d).get("access"),
+        "SETATTR: its ACCESS of d is the upstream's new answer (%s)" % DG.access(d).get("access"))
+R.setattr(d, mode=0o750)
+U.access(f)
+before = U.access(f).get("access")
+r = R.setattr(f, mode=0o440)
+chk.is_(r["nfs_status"], "NFS3_OK", "SETATTR: root sets f to 0440 through nfscached")
+after, want = U.access(f).get("access"), DU.access(f).get("access")
+chk.ok(before != want, "SETATTR: uid 1000's ACCESS of f differs before (%s) and after (%s)" % (before, want))
+chk.is_(after, want, "SETATTR: uid 1000's ACCESS of f at once is the upstream's new answer")
 PY
 rc=$?
 checks "$T_TMP/perms.out"
