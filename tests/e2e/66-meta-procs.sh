@@ -18,6 +18,10 @@
 #                    the upstream's
 #   NULL             NFS NULL and MOUNT NULL answered without an upstream
 #                    call (upstream.calls.NULL, MOUNT_NULL unchanged)
+#   dirty            a file written UNSTABLE through nfscached (its data
+#                    dirty there): GETATTR, LOOKUP and READDIRPLUS answered
+#                    from the cache on another connection give its local
+#                    size at once; after COMMIT the upstream's
 #   race             a GETATTR (attributes not cached) and a SETATTR of the
 #                    mode of the same file on two connections reach the
 #                    frozen upstream together (SIGSTOP, then SIGCONT), 20
@@ -47,6 +51,8 @@ setup -o cache.metadata=yes -o cache.acregmin=30 -o cache.acregmax=60 \
 echo "guarded" > "$EXPORT_DIR/g"
 chmod 0644 "$EXPORT_DIR/g"
 for i in $(seq 0 19); do echo "$i" > "$EXPORT_DIR/race$i"; chmod 0644 "$EXPORT_DIR/race$i"; done
+mkdir "$EXPORT_DIR/wd"
+head -c 100 /dev/urandom > "$EXPORT_DIR/wd/w"
 
 timeout -k 5 60 python3 - "$top_srcdir/tests" "$PORT" "$UP_NFS_PORT" "$UP_MNT_PORT" \
     "$EXPORT_DIR" "$NFSCACHECTL" "$CTL" "$GANESHA_PID" > "$T_TMP/procs.out" 2> "$T_TMP/procs.err" <<'PY'
@@ -181,6 +187,38 @@ chk.is_("%s %s" % (delta(s0, s1, "upstream.calls.NULL"), delta(s0, s1, "upstream
         "NULLs: none went upstream")
 chk.is_("%s %s" % (delta(s0, s1, "nfs3.calls.NULL"), delta(s0, s1, "mount3.calls.NULL")), "2 2",
         "NULLs: counted as received")
+
+# ---- dirty data: the local size ---------------------------------------------------------
+wd = A.lookup(root, "wd").get("fh", "")
+w = A.lookup(wd, "w").get("fh", "")
+B.access(wd)
+
+def listed_size(c):
+    """w's size in the entries of a READDIRPLUS of wd (one page)."""
+    p = c.readdir_page(wd)
+    n = int(p.get("entries", 0))
+    return " ".join(str(p.get("entry.%d.size" % i)) for i in range(1, n + 1)
+                    if p.get("entry.%d.name" % i) == "w") + ("" if p.get("eof") == "true" else " (no eof)")
+
+for _ in (1, 2):
+    s0 = st.snap()
+    ga, lk, ls = B.getattr(w), B.lookup(wd, "w"), listed_size(B)
+    s1 = st.snap()
+chk.is_("%s %s %s" % (ga.get("size"), lk.get("obj.size"), ls), "100 100 100",
+        "dirty: GETATTR, LOOKUP, READDIRPLUS of w on B: 100 bytes")
+chk.is_(" ".join(str(delta(s0, s1, c)) for c in ("cache.attr.hits", "cache.lookup.hits", "cache.readdir.hits")),
+        "1 1 1", "dirty: ... the second time from the cache")
+data = os.urandom(5000)
+r = A.write(w, 0, data, stable=rpc.UNSTABLE)
+chk.is_("%s %s" % (r["nfs_status"], r.get("committed")), "NFS3_OK UNSTABLE", "dirty: A writes 5000 bytes UNSTABLE")
+ga, lk, ls = B.getattr(w), B.lookup(wd, "w"), listed_size(B)
+chk.is_("%s %s %s" % (ga.get("size"), lk.get("obj.size"), ls), "5000 5000 5000",
+        "dirty: at once B's GETATTR, LOOKUP and READDIRPLUS entry give the local size 5000")
+chk.is_(ga.get("mtime"), A.getattr(w).get("mtime"), "dirty: ... and the same mtime as A's GETATTR")
+c = A.commit(w)
+chk.is_(c["nfs_status"], "NFS3_OK", "dirty: A commits")
+chk.is_("%s %s" % (B.getattr(w).get("size"), os.path.getsize(os.path.join(export, "wd/w"))), "5000 5000",
+        "dirty: after COMMIT B's GETATTR and the export agree: 5000")
 
 # ---- a GETATTR racing a SETATTR ------------------------------------------------------
 import signal, time
