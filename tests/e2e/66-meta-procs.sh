@@ -30,6 +30,10 @@
 #   invalidate       `nfscachectl invalidate --all` empties the namespace
 #                    cache (cache.metadata.entries 0, invalidations +1):
 #                    the next GETATTR, LOOKUP and FSINFO are forwarded
+#   reload           EXPORT answered from the cache, then upstream.exports =
+#                    /other set by SIGHUP: EXPORT lists nothing and MNT
+#                    /export is MNT3ERR_ACCES at once, as without the cache
+#                    (10-access); unset again: /export is listed again
 #   ac* = 0          (a daemon started again with every TTL 0) GETATTR,
 #                    LOOKUP (found and missing), ACCESS, READLINK, READDIR,
 #                    READDIRPLUS, FSSTAT, FSINFO, PATHCONF, MNT and EXPORT
@@ -274,6 +278,41 @@ checks "$T_TMP/procs.out"
 ok $rc "the calls ran to their end" || diag "$(tail -n 8 "$T_TMP/procs.err")"
 stat_ok upstream.calls.NULL -eq 0
 stat_ok upstream.calls.MOUNT_NULL -eq 0
+
+# ---- a reload changing upstream.exports ------------------------------------------------
+# hup: SIGHUP, then wait for the daemon's verdict in its log
+hup() {
+    local before
+    before=$(grep -cE "main: (configuration reloaded|reload of)" "$T_TMP/nfscached.log")
+    kill -HUP "$NFSCACHED_PID"
+    for _ in $(seq 50); do
+        [ "$(grep -cE "main: (configuration reloaded|reload of)" "$T_TMP/nfscached.log")" -gt "$before" ] && return 0
+        sleep 0.1
+    done
+    return 1
+}
+rpc exports > "$T_TMP/e1.out"
+snap x0
+rpc exports > "$T_TMP/e2.out"
+snap x1
+is "$(val "$T_TMP/e2.out" export_count) $(d x0 x1 upstream.calls.EXPORT)" "1 0" \
+    "reload: EXPORT lists /export, from the cache"
+cp "$T_TMP/nfscached.conf" "$T_TMP/nfscached.conf.orig"
+sed -i 's|^\[upstream\]$|[upstream]\nexports = /other|' "$T_TMP/nfscached.conf"
+hup
+ok $? "reload: SIGHUP with upstream.exports = /other in the file" || diag "$(tail -n 3 "$T_TMP/nfscached.log")"
+rpc exports > "$T_TMP/e3.out"
+is "$(val "$T_TMP/e3.out" export_count)" 0 "reload: EXPORT then lists nothing" ||
+    diag "$(grep '^export' "$T_TMP/e3.out")"
+rpc mnt > "$T_TMP/m3.out"
+is "$(val "$T_TMP/m3.out" mount_status)" 13 "reload: MNT /export is MNT3ERR_ACCES"
+cp "$T_TMP/nfscached.conf.orig" "$T_TMP/nfscached.conf"
+hup
+ok $? "reload: SIGHUP without upstream.exports"
+rpc exports > "$T_TMP/e4.out"
+is "$(val "$T_TMP/e4.out" export_count)" 1 "reload: EXPORT lists /export again"
+rpc mnt > "$T_TMP/m4.out"
+is "$(val "$T_TMP/m4.out" mount_status)" 0 "reload: MNT /export works again"
 
 # ---- nothing cached: every TTL 0, then the namespace cache off ------------------------
 mkdir "$EXPORT_DIR/dd"
