@@ -21,7 +21,8 @@
 #   dirty            a file written UNSTABLE through nfscached (its data
 #                    dirty there): GETATTR, LOOKUP and READDIRPLUS answered
 #                    from the cache on another connection give its local
-#                    size at once; after COMMIT the upstream's
+#                    size at once; after COMMIT the upstream's; after a
+#                    FILE_SYNC WRITE the upstream's new size and times
 #   race             a GETATTR (attributes not cached) and a SETATTR of the
 #                    mode of the same file on two connections reach the
 #                    frozen upstream together (SIGSTOP, then SIGCONT), 20
@@ -223,6 +224,13 @@ c = A.commit(w)
 chk.is_(c["nfs_status"], "NFS3_OK", "dirty: A commits")
 chk.is_("%s %s" % (B.getattr(w).get("size"), os.path.getsize(os.path.join(export, "wd/w"))), "5000 5000",
         "dirty: after COMMIT B's GETATTR and the export agree: 5000")
+r = A.write(w, 5000, os.urandom(2000), stable=rpc.FILE_SYNC)
+chk.is_("%s %s" % (r["nfs_status"], r.get("committed")), "NFS3_OK FILE_SYNC", "dirty: A writes 2000 bytes at 5000 (FILE_SYNC)")
+ga, dg = B.getattr(w), D.getattr(w)
+chk.is_("%s %s %s" % (ga.get("size"), ga.get("mtime"), ga.get("ctime")),
+        "7000 %s %s" % (dg.get("mtime"), dg.get("ctime")),
+        "dirty: at once B's GETATTR gives size 7000 and the upstream's mtime and ctime")
+chk.is_(listed_size(B), "7000", "dirty: ... and its READDIRPLUS entry the size 7000")
 
 # ---- a GETATTR racing a SETATTR ------------------------------------------------------
 import signal, time
