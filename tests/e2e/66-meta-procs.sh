@@ -28,6 +28,11 @@
 #                    frozen upstream together (SIGSTOP, then SIGCONT), 20
 #                    files: the cache then answers the mode the SETATTR set,
 #                    never the GETATTR's older one
+#   one GETATTR      10 GETATTRs of one cold file on 10 connections reach
+#                    nfscached while the upstream is frozen: one goes
+#                    upstream, all 10 get its attributes; again with another
+#                    file, 5 of the connections reset before the upstream
+#                    runs again: the other 5 are answered
 #   invalidate       `nfscachectl invalidate --all` empties the namespace
 #                    cache (cache.metadata.entries 0, invalidations +1):
 #                    the next GETATTR, LOOKUP and FSINFO are forwarded
@@ -57,6 +62,8 @@ echo "guarded" > "$EXPORT_DIR/g"
 chmod 0644 "$EXPORT_DIR/g"
 for i in $(seq 0 19); do echo "$i" > "$EXPORT_DIR/race$i"; chmod 0644 "$EXPORT_DIR/race$i"; done
 mkdir "$EXPORT_DIR/wd"
+echo one > "$EXPORT_DIR/one1"
+echo one > "$EXPORT_DIR/one2"
 head -c 100 /dev/urandom > "$EXPORT_DIR/wd/w"
 
 timeout -k 5 60 python3 - "$top_srcdir/tests" "$PORT" "$UP_NFS_PORT" "$UP_MNT_PORT" \
@@ -262,6 +269,39 @@ for i in range(20):
             sr["nfs_status"], " ".join(str(m) for m in after)))
 chk.is_(len(wrong), 0, "race: after a GETATTR racing a SETATTR of the mode, GETATTRs give the mode set (20 files)")
 chk.diag(*wrong[:5])
+
+# ---- one GETATTR per file in flight ---------------------------------------------------
+for name, resets in (("one1", 0), ("one2", 5)):
+    fh = bytes.fromhex(D.lookup(root, name).get("fh", ""))    # nfscached knows nothing of it
+    conns = [rpc.Conn("127.0.0.1", port, timeout=20) for _ in range(10)]
+    xids = []
+    s0 = st.snap()
+    os.kill(ganesha, signal.SIGSTOP)
+    try:
+        for c in conns:
+            x, rec = c.build(rpc.NFS_PROGRAM, rpc.NFS_V3, rpc.NFSPROC3_GETATTR, rpc.getattr_args(fh))
+            c.send_raw(rec)
+            xids.append(x)
+        time.sleep(0.2)
+        for c in conns[:resets]:
+            c.reset()
+        time.sleep(0.1)
+    finally:
+        os.kill(ganesha, signal.SIGCONT)
+    got = []
+    for c, x in list(zip(conns, xids))[resets:]:
+        r = rpc.decode_result(rpc._res_getattr, c.recv_reply(x).body)
+        got.append("%s %s %s" % (r["nfs_status"], r.get("fileid"), r.get("mtime")))
+        c.close()
+    s1 = st.snap()
+    want = D.getattr(fh)
+    chk.is_(" | ".join(got), " | ".join(["NFS3_OK %s %s" % (want.get("fileid"), want.get("mtime"))] * (10 - resets)),
+            "one GETATTR: %d GETATTRs of %s (%d connections reset) answered with its attributes"
+            % (10 - resets, name, resets))
+    if resets == 0:
+        chk.is_(delta(s0, s1, "upstream.calls.GETATTR"), 1, "one GETATTR: one went upstream for the 10")
+    else:
+        chk.diag("one GETATTR: %s went upstream with 5 of the callers gone" % delta(s0, s1, "upstream.calls.GETATTR"))
 
 # ---- nfscachectl invalidate --all ----------------------------------------------------
 A.getattr(g)
