@@ -8,7 +8,9 @@
 # makes one change, and B at once:
 #   RENAME d1/f -> d2/f2   LOOKUP d1/f NOENT (a negative entry of the cache),
 #                          d2/f2 the handle f had
-#   REMOVE d1/g, RMDIR d1/sub   the name NOENT (from the cache)
+#   REMOVE d1/g, RMDIR d1/sub   the name NOENT (from the cache); GETATTR
+#                          of the removed file, cached before, is the
+#                          upstream's answer (NFS3ERR_STALE)
 #   LINK d1/h as d2/hl     GETATTR of h shows nlink 2; d2/hl is h's handle
 #   SYMLINK d2/s           LOOKUP finds it (NF3LNK); READLINK gives the
 #                          target, the second one from the cache
@@ -18,6 +20,8 @@
 #   RENAME d1/mv -> d2/mv (a directory)   B's READDIRPLUS of mv, listed
 #                          before, gives ".." as d2 (the upstream's entries);
 #                          LOOKUP of ".." in mv is d2
+#   RENAME d2/f2 over d1/new   d2/f2 NOENT, d1/new is f2; GETATTR of the
+#                          file replaced is the upstream's answer
 # and after each, B's READDIRPLUS passes of both directories (small pages:
 # the listing of d1 takes several) list exactly the names in the export,
 # as the upstream lists them, with the upstream's handles.
