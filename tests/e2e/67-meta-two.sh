@@ -20,8 +20,8 @@ TEST_TIMEOUT=${TEST_TIMEOUT:-90}
 needs_daemon "the namespace cache of nfscached"
 needs_own_upstream
 TTL=2
-OPTS=(-o cache.metadata=yes -o cache.acregmin=$TTL -o cache.acregmax=$TTL
-      -o cache.acdirmin=$TTL -o cache.acdirmax=$TTL)
+OPTS=(-o cache.metadata=yes -o "cache.acregmin=$TTL" -o "cache.acregmax=$TTL"
+      -o "cache.acdirmin=$TTL" -o "cache.acdirmax=$TTL")
 setup "${OPTS[@]}"
 
 # the second daemon: its own configuration, cache directory, log and
