@@ -195,9 +195,13 @@ static void revalidate_dir(struct nfsd_call *call, const nfs_fh3 *dir,
 
 /* ---- NULL --------------------------------------------------------------- */
 
+/* NULL is our own ping (a new client's mount costs no round trip) — unless
+ * every ac* key is 0, which restores forwarding every call. */
 void nfsd_proc_null(struct nfsd_call *call)
 {
-	if (meta_on())
+	const struct cache_config *c = &nfsd.cfg.cache;
+
+	if (meta_on() && (c->acregmin || c->acregmax || c->acdirmin || c->acdirmax))
 		call_reply(call, NULL);   /* our own ping: no round trip */
 	else
 		nfsd_forward_with(call, NULL);

@@ -4,8 +4,10 @@
   report.py add RESULTS.jsonl --id ID ... --json-file F   one nfsbench run
   report.py aggregate RESULTS.jsonl --id ID --parts PREFIX ...  parallel runs as one
   report.py note RESULTS.jsonl --id ID --scenario S --extra JSON  a free record
-  report.py report RESULTS.jsonl --params P --elapsed E --srcdir D --out DIR
-        writes DIR/BENCHMARKS.md, DIR/bench/results.json, DIR/bench/*.png
+  report.py report RESULTS.jsonl --params P --elapsed E --srcdir D --out DIR [--merge PREV]
+        writes DIR/BENCHMARKS.md, DIR/bench/results.json, DIR/bench/*.png; with
+        --merge, the scenarios this run did not run keep their records of
+        PREV (an earlier results.json)
 """
 import argparse
 import datetime
@@ -18,6 +20,10 @@ import subprocess
 import sys
 
 PROCS = ["READ", "WRITE", "COMMIT", "GETATTR", "LOOKUP", "ACCESS"]
+# the namespace scenarios' upstream calls, shown one by one; the rest as "other"
+META_PROCS = ["READDIRPLUS", "LOOKUP", "ACCESS", "GETATTR", "READ"]
+GAUGES = ["cache.metadata.entries", "cache.objects"]
+SCENARIOS = ["S1", "S2", "S3", "S4", "S5", "S6", "S7", "MEM", "META"]
 TARGETS = ["direct", "nfscached", "proxy"]
 TNAME = {"direct": "direct", "nfscached": "nfscached", "proxy": "PROXY_V4"}
 
@@ -42,8 +48,8 @@ def stat_delta(s0, s1):
     if s0 is None or s1 is None:
         return None
     return {k: s1[k] - s0.get(k, 0) for k in s1
-            if k.startswith(("upstream.", "cache.read.", "cache.write", "nfs3.calls."))
-            and s1[k] - s0.get(k, 0) != 0}
+            if k.startswith(("upstream.", "cache.", "nfs3.calls.", "mount3.calls."))
+            and k not in GAUGES and s1[k] - s0.get(k, 0) != 0}
 
 
 def append(path, rec):
@@ -87,10 +93,13 @@ def base_record(a):
     except ValueError:
         rec["extra"] = {"raw": a.extra}
     if a.stats0 or a.stats1:
-        d = stat_delta(read_stats(a.stats0), read_stats(a.stats1))
+        s0, s1 = read_stats(a.stats0), read_stats(a.stats1)
+        d = stat_delta(s0, s1)
         if d is not None:
             rec["counters"] = d
             rec["upstream_calls"] = {p: d.get("upstream.calls." + p, 0) for p in PROCS}
+            rec["upstream_calls_total"] = sum(v for k, v in d.items() if k.startswith("upstream.calls."))
+            rec["gauges"] = {k: s1[k] for k in GAUGES if k in s1}
     if a.cpu0 is not None and a.cpu1 is not None:
         rec["cpu_s"] = (a.cpu1 - a.cpu0) / a.clk_tck
     return rec
@@ -172,6 +181,10 @@ def machine(srcdir):
     for pkg in ("nfs-ganesha", "nfs-ganesha-proxy-v4", "libnfs13"):
         v[pkg] = sh("dpkg-query -W -f='${Version}' %s 2>/dev/null" % pkg) or "?"
     m["os"] = sh(". /etc/os-release 2>/dev/null && echo \"$PRETTY_NAME\"")
+    try:
+        m["loadavg_at_end"] = " ".join(open("/proc/loadavg").read().split()[:3])
+    except OSError:
+        pass
     return m, v
 
 
@@ -221,6 +234,8 @@ def ref_for(recs, r, target):
     var = r["variant"]
     if r["scenario"] == "S2":
         var = "default"
+    elif target != "nfscached":
+        var = var.split(" ")[0]     # "walk meta=no" is compared with direct's "walk"
     return find(recs, scenario=r["scenario"], target=target, delay_ms=r["delay_ms"],
                 phase=r["phase"], variant=var)
 
@@ -243,6 +258,39 @@ def table(recs, scen):
             r["delay_ms"], r["variant"], r["phase"], TNAME.get(r["target"], r["target"]), err,
             fmt(res.get("mb_s")), fmt(res.get("iops"), 0), fmt(lat.get("p50"), 0), fmt(lat.get("p99"), 0),
             fmt(res.get("seconds"), 2), fx(vd), fx(vp), ups, fmt(r.get("cpu_us_per_call"))))
+    return "\n".join(out)
+
+
+def table_meta(recs, scen):
+    """S7: times per pass, upstream calls per pass, metadata entries, RSS"""
+    rows = bench_recs(recs, scen)
+    order = {t: i for i, t in enumerate(TARGETS)}
+    rows.sort(key=lambda r: (r["delay_ms"], r["variant"].split(" ")[0], r["variant"],
+                             r["phase"], order.get(r["target"], 9)))
+    out = ["| delay | variant | phase | target | s | ms/file | calls (ls-R: entries) | p50 µs | vs direct | vs PROXY_V4 "
+           "| upstream calls: all (READDIRPLUS/LOOKUP/ACCESS/GETATTR/READ) | metadata entries | RSS MiB |",
+           "|---:|---|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|"]
+    for r in rows:
+        res = r.get("result") or {}
+        lat = res.get("lat_us", {})
+        vd = ratio(r, ref_for(recs, r, "direct")) if r["target"] != "direct" else None
+        vp = ratio(r, ref_for(recs, r, "proxy")) if r["target"] != "proxy" else None
+        c = r.get("counters")
+        ups = ""
+        if c is not None:
+            ups = "%d (%s)" % (r.get("upstream_calls_total", 0),
+                               "/".join(str(c.get("upstream.calls." + p, 0)) for p in META_PROCS))
+        files = res.get("files_walked")
+        msf = res["seconds"] * 1000 / files if files and res.get("seconds") else None
+        calls = res.get("requests")
+        g = r.get("gauges") or {}
+        rss = r.get("rss_kb")
+        err = "" if r.get("rc", 0) == 0 else " **(exit %s)**" % r.get("rc")
+        out.append("| %g ms | %s | %s | %s%s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            r["delay_ms"], r["variant"], r["phase"], TNAME.get(r["target"], r["target"]), err,
+            fmt(res.get("seconds"), 2), fmt(msf, 2), fmt(calls), fmt(lat.get("p50"), 0) if lat.get("p50") else "–",
+            fx(vd), fx(vp), ups, fmt(g.get("cache.metadata.entries")),
+            fmt(rss / 1024.0) if rss else "–"))
     return "\n".join(out)
 
 
@@ -296,6 +344,21 @@ def targets_check(recs):
         r = ratio(a, b)
         add("%s %s (%s) at 5 ms ≥10x faster than PROXY_V4" % (scen, phase, var), r,
             r is not None and r >= 10, "%.1fx")
+    # S6, S7 (the namespace cache), at 5 ms
+    for var, phase, want in (("walk", "warm", 20), ("walk", "cold", 1.5), ("ls-R", "warm", 10)):
+        a = g(scenario="S7", target="nfscached", delay_ms=5.0, phase=phase, variant=var)
+        r = ratio(a, ref_for(recs, a, "direct")) if a else None
+        add("S7 %s %s at 5 ms ≥%gx faster than direct" % (var, phase, want), r,
+            r is not None and r >= want, "%.1fx")
+    for phase, want in (("warm", 5), ("cold", 1.0)):
+        a = g(scenario="S6", target="nfscached", delay_ms=5.0, phase=phase, variant="tree")
+        r = ratio(a, ref_for(recs, a, "direct")) if a else None
+        add("S6 %s at 5 ms ≥%gx faster than direct" % (phase, want), r, r is not None and r >= want, "%.2fx")
+    m = g(scenario="META", id="META.summary")
+    bpe = (m.get("extra") or {}).get("bytes_per_entry") if m else None
+    add("namespace cache: cache.metadata_max = 1,000,000 entries well under 512 MiB", bpe,
+        bpe is not None and bpe * 1e6 < 256 * 2 ** 20,
+        "%%d bytes per entry: %.0f MiB per million" % ((bpe or 0) * 1e6 / 2 ** 20))
     # S5
     for dl in (0.0, 5.0):
         for j in ("j1", "j16"):
@@ -317,9 +380,9 @@ def gnuplot(script, cwd):
 
 def plots(recs, outdir):
     made = []
-    for scen in ("S1", "S2", "S3", "S4", "S5", "S6", "MEM"):
+    for scen in SCENARIOS:
         rows = bench_recs(recs, scen)
-        if not rows:
+        if not rows or scen in ("S7", "META"):
             continue
         groups = []
         for r in rows:
@@ -413,10 +476,48 @@ DESC = {
           "`nfscachectl flush` after the run.",
     "S5": "4 KiB random reads of a file already read whole through the target (warm), -j 1 and -j 16. "
           "CPU µs/call = nfscached utime+stime (/proc/PID/stat) during the run / calls.",
-    "S6": "W4: every file of a tree made in the export read whole (`tree`, -j 4 files at once), cold then warm.",
+    "S6": "W4: every file of a tree made in the export read whole (`tree`, -j 4 files at once), cold then warm. "
+          "The tree's mtimes are set a day back (an unchanged tree: the namespace cache trusts attributes "
+          "acregmax/acdirmax = 60 s rather than (now − mtime) / 10). \"meta=no\" (with S6_AB=1): nfscached "
+          "with `cache.metadata=no`.",
     "MEM": "Tiny files read once through nfscached (tree, -j 16), then nfscached restarted on the same cache "
            "directory and the tree read again.",
+    "S7": "A fresh client walking a tree of small files with one call in flight (`nfsbench -w walk -j 1`: "
+          "READDIRPLUS of each directory, then LOOKUP, ACCESS, GETATTR and READ of each file, raw NFSv3 calls "
+          "after an untimed MNT), and `nfs-ls -R` of the same tree (timed as a whole, its mount included). "
+          "cold = the first client after a start of the target (nfscached: empty caches), warm = a second "
+          "fresh client. The tree's mtimes are set a day back, as S6's. \"meta=no\": nfscached with `cache.metadata=no`. Upstream calls are per pass "
+          "(mount included); metadata entries (`cache.metadata.entries`) and VmRSS are nfscached's after the "
+          "pass. PROXY_V4 at 5 ms walks only the first files (see ms/file and the ratios, which compare rates).",
+    "META": "Memory per namespace cache entry: a tree of tiny files walked without READs (`nfsbench -w walk -N "
+            "-j 4`) through a fresh nfscached with `cache.metadata=yes`, then `=no`; bytes per entry = "
+            "(VmRSS growth with − VmRSS growth without) / `cache.metadata.entries`.",
 }
+
+
+def merge_previous(path, recs, params, elapsed):
+    """records, elapsed times and scale of the scenarios this run did not run,
+    from an earlier results.json; each record keeps the date of its run"""
+    try:
+        prev = json.load(open(path))
+    except (OSError, ValueError):
+        return {}
+    ran = set(params.get("scenarios", "").split()) or set(r["scenario"] for r in recs)
+    when = "%s (git %s)" % (prev.get("date", "?"), (prev.get("versions") or {}).get("nfscached_git", "?"))
+    kept = set()
+    for r in prev.get("runs", []):
+        if r.get("scenario") in ran:
+            continue
+        r.setdefault("measured", when)
+        recs.append(r)
+        kept.add(r["scenario"])
+    done = set(e[0] for e in elapsed)
+    for k, sec in (prev.get("elapsed_s") or {}).items():
+        if k in kept and k not in done:
+            elapsed.append((k, sec))
+    earlier = dict(prev.get("params_earlier") or {})
+    earlier.update({k: v for k, v in (prev.get("params") or {}).items()})
+    return earlier if kept else {}
 
 
 def cmd_report(a):
@@ -428,6 +529,9 @@ def cmd_report(a):
             p = line.split()
             if len(p) == 2:
                 elapsed.append((p[0], int(p[1])))
+    earlier = merge_previous(a.merge, recs, params, elapsed) if a.merge else {}
+    order = {sc: i for i, sc in enumerate(SCENARIOS)}
+    elapsed.sort(key=lambda e: order.get(e[0], 99))
     m, v = machine(a.srcdir)
     bdir = os.path.join(a.out, "bench")
     os.makedirs(bdir, exist_ok=True)
@@ -435,7 +539,7 @@ def cmd_report(a):
         if f.endswith(".png"):
             os.unlink(os.path.join(bdir, f))
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    json.dump({"date": now, "machine": m, "versions": v, "params": params,
+    json.dump({"date": now, "machine": m, "versions": v, "params": params, "params_earlier": earlier,
                "elapsed_s": dict(elapsed), "total_s": a.total, "runs": recs},
               open(os.path.join(bdir, "results.json"), "w"), indent=1, sort_keys=True)
     made = plots(recs, bdir)
@@ -452,7 +556,11 @@ def cmd_report(a):
     L.append("- nfscached %s (git %s); nfs-ganesha %s (FSAL VFS upstream, FSAL PROXY_V4 peer %s); libnfs %s" %
              (v.get("nfscached"), v.get("nfscached_git"), v.get("nfs-ganesha"), v.get("nfs-ganesha-proxy-v4"),
               v.get("libnfs13")))
-    L.append("- elapsed: %s; total %s s\n" % (", ".join("%s %d s" % e for e in elapsed), a.total))
+    L.append("- load average (1, 5, 15 min) at the start %s, at the end %s (other work on the machine "
+             "shares its cores: compare ratios measured in one run)" %
+             (params.get("loadavg_at_start", "?"), m.get("loadavg_at_end", "?")))
+    L.append("- elapsed: %s; total %s s%s\n" % (", ".join("%s %d s" % e for e in elapsed), a.total,
+                                                " (this run)" if earlier else ""))
     L.append("## Setup\n")
     L.append("""Everything runs on loopback on one machine. The upstream is nfs-ganesha (FSAL VFS, NFSv3 and
 NFSv4, `Attr_Expiration_Time = 0`) exporting a directory under /tmp (on disk). In front of it,
@@ -475,28 +583,35 @@ run (the upstream's page cache and ganesha's metadata cache stay warm).
         L.append("**nfscached was an ASan/UBSan build (`configure --enable-asan`) in this run: "
                  "its CPU time and latency are inflated; rebuild without it for real figures.**\n")
     L.append("Scale of this run: `%s`\n" % json.dumps(params, sort_keys=True))
+    olds = sorted(set(r["measured"] for r in recs if r.get("measured")))
+    if olds:
+        L.append("Sections marked \"earlier run\" were not run this time (`BENCH_SCENARIOS`): their numbers "
+                 "come from %s, scale `%s`.\n" % (", ".join(olds), json.dumps(earlier, sort_keys=True)))
     L.append("## Targets of the issue\n")
     L.append("| target | measured | met |")
     L.append("|---|---|---|")
     for name, val, ok in targets_check(recs):
         L.append("| %s | %s | %s |" % (name, val, "not measured" if ok is None else ("**met**" if ok else "**not met**")))
     L.append("")
-    for scen in ("S1", "S2", "S3", "S4", "S5", "S6", "MEM"):
+    for scen in SCENARIOS:
         rows = [r for r in recs if r["scenario"] == scen]
         if not rows:
             continue
         L.append("## %s\n" % scen)
         L.append(DESC.get(scen, "") + "\n")
+        olds = sorted(set(r["measured"] for r in rows if r.get("measured")))
+        if olds:
+            L.append("*Earlier run: measured %s.*\n" % ", ".join(olds))
         if bench_recs(recs, scen):
-            L.append(table(recs, scen) + "\n")
+            L.append((table_meta(recs, scen) if scen == "S7" else table(recs, scen)) + "\n")
         extras = [r for r in rows if r.get("extra")]
         for r in extras:
             L.append("- `%s`: %s" % (r["id"], ", ".join("%s = %s" % kv for kv in sorted(r["extra"].items()))))
-        if scen == "MEM":
+        if scen in ("MEM", "META"):
             for r in rows:
                 if r.get("rss_kb"):
                     L.append("- `%s`: nfscached VmRSS after the run %d KiB" % (r["id"], r["rss_kb"]))
-        if extras or scen == "MEM":
+        if extras or scen in ("MEM", "META"):
             L.append("")
         for s, png in made:
             if s == scen:
@@ -537,6 +652,7 @@ def main():
     p.add_argument("--total", type=int, default=0)
     p.add_argument("--srcdir", default=".")
     p.add_argument("--out", required=True)
+    p.add_argument("--merge")
     p.set_defaults(fn=cmd_report)
     a = ap.parse_args()
     a.fn(a)

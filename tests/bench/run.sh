@@ -14,15 +14,19 @@
 #   --quick   tiny sizes: a smoke run of a couple of minutes
 #   --keep    keep the temporary directory
 # Environment:
-#   BENCH_SCENARIOS   scenarios to run (default "S1 S2 S3 S4 S5 S6 MEM")
+#   BENCH_SCENARIOS   scenarios to run, separated by spaces or commas (default
+#                     "S1 S2 S3 S4 S5 S6 S7 MEM META"); the report keeps the
+#                     other scenarios' sections from the previous results.json
 #   BENCH_DELAYS      one-way relay delays in ms (default "0 5")
 #   BENCH_TARGETS     targets (default "direct nfscached proxy")
 #   BENCH_OUT         where the report goes (default $srcdir/doc)
 #   CLIENT_TIMEOUT    seconds allowed to one client run (default 600)
 #   BENCH_NO_INSTALL=1  do not apt-get install missing packages
 #   S1_SIZE S2_SIZE S2_WRITES S2_READS S3_SIZE S3_REQS S4_SIZE S4_BLOCK
-#   S5_REQS S5_REQS_REF S6_FILES S6_FILE_SIZE MEM_FILES: the scale (see below)
-#   PROXY_CAP         calls (files) of S2, S3, S6 given to PROXY_V4 at 5 ms (600)
+#   S5_REQS S5_REQS_REF S6_FILES S6_FILE_SIZE MEM_FILES S7_DIRS S7_FILES
+#   S7_FILE_SIZE META_FILES: the scale (see below)
+#   S6_AB=1           S6 through nfscached with cache.metadata=no as well
+#   PROXY_CAP         calls (files) of S2, S3, S6, S7 given to PROXY_V4 at 5 ms (600)
 # When ./nfscached is an ASan/UBSan build, an -O2 build of the same files is
 # made in the temporary directory and measured instead.
 # Every process started here is stopped by PID at exit.
@@ -46,6 +50,8 @@ CTL_TIMEOUT=30
 NFSCACHED_START_TIMEOUT=120     # opening an index of MEM_FILES objects
 NFSCACHED_UP_TIMEOUT=20
 NFSCACHED_STOP_TIMEOUT=300      # SIGTERM writes dirty data back first
+# the daemon's own default (the end-to-end tests' configuration turns it off)
+NFSCACHED_METADATA=${NFSCACHED_METADATA:-yes}
 
 # PROXY_V4 over a 5 ms link answers a few dozen small calls a second: it
 # gets at most PROXY_CAP calls (files for trees) of S2, S3 and S6, and its
@@ -56,12 +62,12 @@ for a in "$@"; do
     case $a in
         --quick) QUICK=1 ;;
         --keep) KEEP=1 ;;
-        -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "unknown option $a" >&2; exit 2 ;;
     esac
 done
 
-SCENARIOS=${BENCH_SCENARIOS:-S1 S2 S3 S4 S5 S6 MEM}
+SCENARIOS=$(echo "${BENCH_SCENARIOS:-S1 S2 S3 S4 S5 S6 S7 MEM META}" | tr ',' ' ')
 DELAYS=${BENCH_DELAYS:-0 5}
 TARGETS=${BENCH_TARGETS:-direct nfscached proxy}
 
@@ -69,10 +75,10 @@ TARGETS=${BENCH_TARGETS:-direct nfscached proxy}
 MiB=$((1024 * 1024))
 if [ "$QUICK" = 1 ]; then
     d_S1=8 d_S2=4 d_S2W=2000 d_S2R=700 d_S3=4 d_S3N=2000 d_S4=16 d_S5N=2000 d_S5REF=500
-    d_S6N=200 d_S6SZ=20480 d_MEM=2000
+    d_S6N=200 d_S6SZ=20480 d_MEM=2000 d_S7D=5 d_S7N=100 d_META=2000
 else
     d_S1=64 d_S2=64 d_S2W=37500 d_S2R=12500 d_S3=50 d_S3N=25000 d_S4=128 d_S5N=20000 d_S5REF=5000
-    d_S6N=2000 d_S6SZ=51200 d_MEM=100000
+    d_S6N=2000 d_S6SZ=51200 d_MEM=100000 d_S7D=20 d_S7N=500 d_META=20000
 fi
 S1_SIZE=${S1_SIZE:-$d_S1}              # MiB, sequential read, 1 MiB blocks
 S2_SIZE=${S2_SIZE:-$d_S2}              # MiB, W1 file
@@ -87,6 +93,11 @@ S5_REQS_REF=${S5_REQS_REF:-$d_S5REF}   # the same for direct and proxy (0 ms onl
 S6_FILES=${S6_FILES:-$d_S6N}           # files of the tree
 S6_FILE_SIZE=${S6_FILE_SIZE:-$d_S6SZ}  # bytes each
 MEM_FILES=${MEM_FILES:-$d_MEM}         # tiny files cached for the RSS / index-open measure
+S6_AB=${S6_AB:-0}                      # 1: S6 with cache.metadata=no too
+S7_DIRS=${S7_DIRS:-$d_S7D}             # directories of the S7 tree
+S7_FILES=${S7_FILES:-$d_S7N}           # files of the S7 tree, spread over them
+S7_FILE_SIZE=${S7_FILE_SIZE:-4096}     # bytes each
+META_FILES=${META_FILES:-$d_META}      # files walked for the bytes per metadata entry
 
 # ---- state and cleanup ---------------------------------------------------
 T_TMP=$(mktemp -d /tmp/nfscached-bench.XXXXXX)
@@ -243,8 +254,20 @@ stop_targets() { stop_nfscached; stop_proxy; }
 
 # ---- measuring -------------------------------------------------------------
 # bench ID TARGET PHASE VARIANT [EXTRA_JSON] -- NFSBENCH_ARGS... (URL last)
-# runs one nfsbench, saves its JSON, the nfscached counters and CPU time
-# around it, and appends a record to results.jsonl.
+# runs one nfsbench, saves its JSON, the nfscached counters, CPU time and
+# RSS around it, and appends a record to results.jsonl.
+# bench ID TARGET PHASE VARIANT [EXTRA_JSON] -- ls-R URL: the same for one
+# `nfs-ls -R URL` (a fresh client: its mount included), timed as a whole.
+# ls_json MICROSECONDS LINES RC: a result of nfsbench's form for such a run
+# (requests = entries listed)
+ls_json() {
+    python3 -c 'import json, sys
+us, n, rc = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+s = us / 1e6
+print(json.dumps({"workload": "ls-R", "block": 0, "requests": n, "reads": 0, "writes": 0,
+    "bytes": 0, "seconds": s, "mb_s": 0, "iops": n / s if s else 0, "entries": n,
+    "lat_us": {"p50": 0, "p95": 0, "p99": 0, "max": 0, "mean": 0}, "errors": 1 if rc else 0}))' "$@"
+}
 SCEN= NRUN=0
 bench() {
     local id=$1 target=$2 phase=$3 variant=$4 extra='{}' rc t0 t1 c0= c1= f
@@ -258,8 +281,15 @@ bench() {
         c0=$(cpu_ticks)
     fi
     t0=$(date +%s%N)
-    timeout -k 5 "$CLIENT_TIMEOUT" "$NFSBENCH" --json "$@" > "$f.json" 2> "$f.err"
-    rc=$?
+    if [ "$1" = ls-R ]; then
+        timeout -k 5 "$CLIENT_TIMEOUT" nfs-ls -R "$2" > "$f.out" 2> "$f.err"
+        rc=$?
+        t1=$(date +%s%N)
+        ls_json "$(((t1 - t0) / 1000))" "$(wc -l < "$f.out")" "$rc" > "$f.json"
+    else
+        timeout -k 5 "$CLIENT_TIMEOUT" "$NFSBENCH" --json "$@" > "$f.json" 2> "$f.err"
+        rc=$?
+    fi
     t1=$(date +%s%N)
     if [ "$target" = nfscached ]; then
         c1=$(cpu_ticks)
@@ -423,8 +453,24 @@ s5() {
     done
 }
 
+# age_tree DIR: the mtimes (and atimes) of everything under $EXPORT_DIR/DIR
+# set a day back, as those of a tree nobody changed lately: the namespace
+# cache then trusts their attributes acregmax/acdirmax seconds (60), where
+# a tree made a minute ago would get (now - mtime) / 10, a few seconds
+age_tree() {
+    python3 - "$EXPORT_DIR/$1" <<'EOF'
+import os, sys, time
+t = time.time() - 86400
+for d, _, files in os.walk(sys.argv[1], topdown=False):
+    for f in files:
+        os.utime(os.path.join(d, f), (t, t), follow_symlinks=False)
+    os.utime(d, (t, t))
+EOF
+}
+
 # make_tree DIR FILES SIZE LIST: FILES files of SIZE bytes in 100 files per
-# directory under $EXPORT_DIR/DIR, their paths (relative to DIR) into LIST
+# directory under $EXPORT_DIR/DIR, their paths (relative to DIR) into LIST;
+# aged (age_tree)
 make_tree() {
     python3 - "$EXPORT_DIR/$1" "$2" "$3" "$4" <<'EOF'
 import os, sys
@@ -442,21 +488,103 @@ with open(listfile, "w") as lf:
             f.write(blob[off:off + size])
         lf.write(rel + "\n")
 EOF
+    age_tree "$1"
 }
 
 # S6 (W4): read a tree of S6_FILES files whole, -j 4, cold then warm.
+# With S6_AB=1 nfscached runs it again with cache.metadata=no (variant
+# "tree meta=no").
 s6() {
-    local t ph
+    local t ph v opt sfx
     [ -d "$EXPORT_DIR/s6" ] || make_tree s6 "$S6_FILES" "$S6_FILE_SIZE" "$T_TMP/s6.list"
     for t in $TARGETS; do
-        head -n "$(cap "$t" "$S6_FILES" 3)" "$T_TMP/s6.list" > "$T_TMP/s6.$t.list"
-        start_target "$t"
-        for ph in cold warm; do
-            bench "S6.$t.d$DELAY.$ph" "$t" "$ph" tree -- -w tree -j 4 -b 1m -l "$T_TMP/s6.$t.list" \
-                "$(target_url "$t" s6)"
+        for v in on off; do
+            case $t/$v in
+                nfscached/off) [ "$S6_AB" = 1 ] || continue; opt=(-o cache.metadata=no) sfx=" meta=no" ;;
+                */off) continue ;;
+                *) opt=() sfx= ;;
+            esac
+            head -n "$(cap "$t" "$S6_FILES" 3)" "$T_TMP/s6.list" > "$T_TMP/s6.$t.list"
+            start_target "$t" "${opt[@]}"
+            for ph in cold warm; do
+                bench "S6.$t.d$DELAY.$v.$ph" "$t" "$ph" "tree$sfx" -- -w tree -j 4 -b 1m \
+                    -l "$T_TMP/s6.$t.list" "$(target_url "$t" s6)"
+            done
+            stop_targets
         done
-        stop_targets
     done
+}
+
+# make_dirs DIR NDIRS NFILES SIZE: NFILES files of SIZE bytes spread evenly
+# over NDIRS directories under $EXPORT_DIR/DIR (d000/f0000...); aged
+make_dirs() {
+    python3 - "$EXPORT_DIR/$1" "$2" "$3" "$4" <<'EOF'
+import os, sys
+root, nd, n, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+blob = os.urandom(size + 4096)
+for d in range(nd):
+    os.makedirs(os.path.join(root, "d%03d" % d), exist_ok=True)
+for i in range(n):
+    with open(os.path.join(root, "d%03d" % (i % nd), "f%04d" % i), "wb") as f:
+        f.write(blob[i % 4096:i % 4096 + size])
+EOF
+    age_tree "$1"
+}
+
+# S7: a fresh client walking a tree of S7_FILES small files in S7_DIRS
+# directories with one call in flight (nfsbench -w walk: READDIRPLUS of each
+# directory, then LOOKUP, ACCESS, GETATTR and READ of each file), and
+# `nfs-ls -R` of the tree, each cold (a fresh target) then warm (a second
+# fresh client). nfscached also with cache.metadata=no (variant "... meta=no").
+# PROXY_V4 over a delayed link walks PROXY_CAP / 6 files.
+s7() {
+    local t v ph opt sfx n
+    [ -d "$EXPORT_DIR/s7" ] || make_dirs s7 "$S7_DIRS" "$S7_FILES" "$S7_FILE_SIZE"
+    for t in $TARGETS; do
+        for v in on off; do
+            case $t/$v in
+                nfscached/off) opt=(-o cache.metadata=no) sfx=" meta=no" ;;
+                */off) continue ;;
+                *) opt=() sfx= ;;
+            esac
+            n=$(cap "$t" "$S7_FILES" 6)
+            start_target "$t" "${opt[@]}"
+            for ph in cold warm; do
+                bench "S7.$t.d$DELAY.$v.walk.$ph" "$t" "$ph" "walk$sfx" -- -w walk -j 1 -b 1m \
+                    -n "$n" "$(target_url "$t" s7)"
+            done
+            start_target "$t" "${opt[@]}"
+            for ph in cold warm; do
+                bench "S7.$t.d$DELAY.$v.ls.$ph" "$t" "$ph" "ls-R$sfx" -- ls-R "$(target_url "$t" s7)"
+            done
+            stop_targets
+        done
+    done
+}
+
+# META: memory per namespace cache entry. META_FILES tiny files (100 a
+# directory) walked without READs (-N, -j 4) through a fresh nfscached with
+# cache.metadata=yes, then =no; bytes per entry = (RSS growth with - RSS
+# growth without) / cache.metadata.entries.
+meta() {
+    local v rss0 rss1 ent st sy= gy=0 gn=0 ey=0
+    [ -d "$EXPORT_DIR/meta" ] || make_tree meta "$META_FILES" 64 "$T_TMP/meta.list"
+    for v in yes no; do
+        bench_nfscached -o cache.metadata=$v
+        rss0=$(rss_kb)
+        bench "META.nfscached.d$DELAY.$v" nfscached cold "metadata=$v" -- -w walk -N -j 4 \
+            "$(target_url nfscached meta)"
+        rss1=$(rss_kb)
+        ent=$(ctl stats | awk '$1 == "cache.metadata.entries" { print $2 }')
+        st=$(ctl status | awk '/meta/ { printf "%s=%s ", $1, $2 }')
+        stop_nfscached
+        log "  metadata=$v: VmRSS $rss0 -> $rss1 KiB, ${ent:-?} entries ${st}"
+        if [ "$v" = yes ]; then gy=$((rss1 - rss0)) ey=${ent:-0} sy=$st; else gn=$((rss1 - rss0)); fi
+    done
+    python3 "$REPORT_PY" note "$RESULTS" --id "META.summary" --scenario META --delay "$DELAY" \
+        --extra "{\"files\": $META_FILES, \"rss_growth_on_kb\": $gy, \"rss_growth_off_kb\": $gn,
+                 \"entries\": $ey, \"status_on\": \"$sy\", \"bytes_per_entry\": $(
+                     [ "$ey" -gt 0 ] && echo $(( (gy - gn) * 1024 / ey )) || echo null)}"
 }
 
 # MEM: RSS of nfscached after reading MEM_FILES tiny files through it, and
@@ -511,11 +639,12 @@ fi
 start_upstream 2>"$T_TMP/upstream.err" || die "upstream ganesha: $(tr '\n' ' ' <"$T_TMP/upstream.err")"
 log "upstream ganesha pid $GANESHA_PID on $UP_NFS_PORT/$UP_MNT_PORT"
 cat > "$RES/params.json" <<EOF
-{"quick": $QUICK, "nfscached_asan_build": $ASAN, "PROXY_CAP_at_5ms": $PROXY_CAP, "scenarios": "$SCENARIOS", "delays": "$DELAYS", "targets": "$TARGETS",
+{"quick": $QUICK, "loadavg_at_start": "$(cut -d' ' -f1-3 /proc/loadavg)", "nfscached_asan_build": $ASAN, "PROXY_CAP_at_5ms": $PROXY_CAP, "scenarios": "$SCENARIOS", "delays": "$DELAYS", "targets": "$TARGETS",
  "S1_SIZE_MiB": $S1_SIZE, "S2_SIZE_MiB": $S2_SIZE, "S2_WRITES": $S2_WRITES, "S2_READS": $S2_READS,
  "S3_SIZE_MiB": $S3_SIZE, "S3_REQS": $S3_REQS, "S4_SIZE_MiB": $S4_SIZE, "S4_BLOCK": "$S4_BLOCK",
  "S5_REQS": $S5_REQS, "S5_REQS_REF": $S5_REQS_REF, "S6_FILES": $S6_FILES,
- "S6_FILE_SIZE": $S6_FILE_SIZE, "MEM_FILES": $MEM_FILES}
+ "S6_FILE_SIZE": $S6_FILE_SIZE, "S6_AB": $S6_AB, "MEM_FILES": $MEM_FILES, "S7_DIRS": $S7_DIRS,
+ "S7_FILES": $S7_FILES, "S7_FILE_SIZE": $S7_FILE_SIZE, "META_FILES": $META_FILES}
 EOF
 
 for sc in $SCENARIOS; do
@@ -526,13 +655,15 @@ for sc in $SCENARIOS; do
         S4) desc="W3: seqwrite ${S4_SIZE} MiB, 4 files x -j 8, $S4_BLOCK blocks" ;;
         S5) desc="cached 4 KiB randread latency and CPU per call" ;;
         S6) desc="W4: tree of $S6_FILES files x $S6_FILE_SIZE B, -j 4" ;;
+        S7) desc="fresh client walking $S7_FILES files in $S7_DIRS directories, one call in flight; nfs-ls -R" ;;
         MEM) desc="RSS and index open time with $MEM_FILES cached files" ;;
+        META) desc="bytes per namespace cache entry, $META_FILES files walked" ;;
         *) echo "unknown scenario $sc" >&2; continue ;;
     esac
     scenario_begin "$sc" "$desc"
-    if [ "$sc" = MEM ]; then
+    if [ "$sc" = MEM ] || [ "$sc" = META ]; then
         start_relay 0
-        mem
+        "$(echo "$sc" | tr 'A-Z' 'a-z')"
     else
         for dl in $DELAYS; do
             start_relay "$dl"
@@ -546,6 +677,10 @@ done
 TOTAL=$((SECONDS - T_START))
 log "all scenarios done in $TOTAL s; writing the report to $OUT"
 mkdir -p "$OUT/bench"
+# scenarios not run this time keep their sections of the previous report
+PREV=
+[ -f "$OUT/bench/results.json" ] && cp "$OUT/bench/results.json" "$T_TMP/previous.json" &&
+    PREV=$T_TMP/previous.json
 python3 "$REPORT_PY" report "$RESULTS" --params "$RES/params.json" --elapsed "$RES/elapsed.txt" \
-    --total "$TOTAL" --srcdir "$srcdir" --out "$OUT" || die "report.py failed"
+    --total "$TOTAL" --srcdir "$srcdir" --out "$OUT" ${PREV:+--merge "$PREV"} || die "report.py failed"
 log "wrote $OUT/BENCHMARKS.md, $OUT/bench/results.json and plots"
