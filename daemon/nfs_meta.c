@@ -144,6 +144,20 @@ static int granted(struct nfsd_call *call, const nfs_fh3 *dir, uint32_t bit)
 	return meta_op(call)->access_asked ? 0 : -1;
 }
 
+/*
+ * The upstream answered the caller's call on directory `dir`, so it granted
+ * `bit`: a LOOKUP found or not (NFS3ERR_NOENT) was allowed to search it, a
+ * READDIR(PLUS) to read it — knfsd's nfsd_lookup() and nfsd_readdir()
+ * check MAY_EXEC and MAY_READ before answering either, as nfs_read.c takes
+ * a READ answered as read access.  Recorded as that credential's result
+ * for that bit only, with the call's sequence, after the attributes the
+ * answer carried.
+ */
+static void granted_by_answer(struct nfsd_call *call, const nfs_fh3 *dir, uint32_t bit)
+{
+	meta_access_record(dir, &call->cred, bit, bit, call_mseq(call));
+}
+
 /* ---- one GETATTR renews a directory's listing --------------------------- */
 
 static void dir_getattr_done(void *priv, enum upstream_status st, void *res)
@@ -281,13 +295,16 @@ static void lookup_fixup(struct nfsd_call *call, void *res)
 	if (r->status == NFS3_OK) {
 		LOOKUP3resok *ok = &r->LOOKUP3res_u.resok;
 		record_post_op(&a->what.dir, &ok->dir_attributes, mseq);
+		granted_by_answer(call, &a->what.dir, ACCESS3_LOOKUP);
 		meta_name_add(&a->what.dir, a->what.name, &ok->object,
 			      ok->obj_attributes.attributes_follow ?
 			      &ok->obj_attributes.post_op_attr_u.attributes : NULL, mseq);
 	} else {
 		record_post_op(&a->what.dir, &r->LOOKUP3res_u.resfail.dir_attributes, mseq);
-		if (r->status == NFS3ERR_NOENT)
+		if (r->status == NFS3ERR_NOENT) {
+			granted_by_answer(call, &a->what.dir, ACCESS3_LOOKUP);
 			meta_name_negative(&a->what.dir, a->what.name, mseq);
+		}
 	}
 	nfsd_attrs_snoop(call, res);
 }
@@ -429,6 +446,7 @@ static void readdir_fixup(struct nfsd_call *call, void *res)
 		if (r->status == NFS3_OK) {
 			READDIR3resok *ok = &r->READDIR3res_u.resok;
 			record_post_op(&a->dir, &ok->dir_attributes, mseq);
+			granted_by_answer(call, &a->dir, ACCESS3_READ);
 			meta_listing_plain(&a->dir, a->cookie, a->cookieverf, ok, mseq);
 		} else {
 			record_post_op(&a->dir, &r->READDIR3res_u.resfail.dir_attributes, mseq);
@@ -440,6 +458,7 @@ static void readdir_fixup(struct nfsd_call *call, void *res)
 	if (r->status == NFS3_OK) {
 		READDIRPLUS3resok *ok = &r->READDIRPLUS3res_u.resok;
 		record_post_op(&a->dir, &ok->dir_attributes, mseq);
+		granted_by_answer(call, &a->dir, ACCESS3_READ);
 		meta_listing_plus(&a->dir, a->cookie, a->cookieverf, ok, mseq);
 	} else {
 		record_post_op(&a->dir, &r->READDIRPLUS3res_u.resfail.dir_attributes, mseq);

@@ -8,7 +8,8 @@
  *      concurrent GETATTRs of one handle wait for the one in flight;
  *   2. LOOKUP of a name a READDIRPLUS returned: one ACCESS of the directory
  *      as the caller, then every LOOKUP of it locally; another uid gets its
- *      own ACCESS and, refused, the upstream's error;
+ *      own ACCESS and, refused, the upstream's error; a forwarded LOOKUP
+ *      answered (found or NOENT) grants the search it needed;
  *   3. ACCESS answered from the caller's own result only;
  *   4. a negative LOOKUP, then a CREATE of that name through the proxy: the
  *      name is found at once without a LOOKUP upstream;
@@ -243,6 +244,35 @@ static void test_lookup(void)
 	r = fake_reply_of(x);
 	ok(r && r->status == NFS3_OK && r->access == 0, "bob's ACCESS: his own result (nothing granted)");
 	stop();
+
+	/* carol: a LOOKUP of hers answered NOENT by the upstream grants her search */
+	static const struct rpc_cred carol = {
+		.flavor = RPC_AUTH_SYS, .machinename = "client", .uid = 1002, .gid = 1002,
+	};
+	start();
+	readdirplus_warm();
+	x = lookup("nothere", &carol);
+	c = fake_pending_nth(NFS3PROC_LOOKUP, 0);
+	if (!c)
+		fake_bail_out("carol's LOOKUP not forwarded");
+	LOOKUP3res lr;
+	memset(&lr, 0, sizeof(lr));
+	lr.status = NFS3ERR_NOENT;
+	lr.LOOKUP3res_u.resfail.dir_attributes.attributes_follow = 1;
+	lr.LOOKUP3res_u.resfail.dir_attributes.post_op_attr_u.attributes = dir_attrs;
+	fake_complete(c, UPSTREAM_OK, &lr);
+	fake_wait_reply(x);
+	x = lookup("f", &carol);
+	r = fake_reply_of(x);
+	ok(r && r->status == NFS3_OK && r->fh_len == sizeof(file_fh),
+	   "carol's next LOOKUP answered at once from the listing");
+	is_int(fake_sent(NFS3PROC_ACCESS), 0, "without an ACCESS: her NOENT showed the grant");
+	x = access_call(dir_fh, sizeof(dir_fh), ACCESS3_LOOKUP | ACCESS3_MODIFY, &carol);
+	ok(fake_reply_of(x) == NULL && fake_pending(NFS3PROC_ACCESS) == 1,
+	   "her ACCESS asking more than search is forwarded");
+	fake_complete_status(fake_pending_nth(NFS3PROC_ACCESS, 0), NFS3ERR_IO);
+	fake_wait_reply(x);
+	stop();
 }
 
 static void test_negative_create(void)
@@ -361,13 +391,11 @@ static void test_listing_revalidate(void)
 	start();
 	readdirplus_warm();
 	uint32_t x = readdirplus();
-	struct fake_call *c = fake_pending_nth(NFS3PROC_ACCESS, 0);
-	if (!c)
-		fake_bail_out("no ACCESS before a listing from the cache");
-	ACCESS3res ar = fake_access3res(ACCESS3_READ | ACCESS3_LOOKUP, &dir_attrs);
-	fake_complete(c, UPSTREAM_OK, &ar);
-	const struct fake_reply *r = fake_wait_reply(x);
-	is_int(r ? (long long)r->status : -1, NFS3_OK, "READDIRPLUS answered from the listing");
+	const struct fake_reply *r = fake_reply_of(x);
+	is_int(r ? (long long)r->status : -1, NFS3_OK,
+	       "READDIRPLUS answered from the listing at once (the forwarded one granted READ)");
+	is_int(fake_sent(NFS3PROC_ACCESS), 0, "without an ACCESS");
+	struct fake_call *c;
 	is_int(fake_sent(NFS3PROC_READDIRPLUS), 1, "one upstream READDIRPLUS so far");
 
 	fake_run_for(1.2);   /* the directory's TTL (acdirmax 1 s) is over */
