@@ -63,6 +63,8 @@ static void forward_done(void *priv, enum upstream_status st, void *res)
 {
 	struct nfsd_call *call = priv;
 
+	if (call->hstate)
+		call->hstate->upstream_st = st;
 	switch (st) {
 	case UPSTREAM_OK:
 		if (call->hstate && call->hstate->fixup)

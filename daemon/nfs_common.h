@@ -43,6 +43,7 @@ struct nfsd_call_state {
 					 * changes in flight; REMOVE: pinned); NULL = none */
 	void (*unhold)(struct cache_object *o);  /* releases `held` when the call is freed */
 	uint64_t mseq;                  /* meta_seq() when the call was forwarded */
+	enum upstream_status upstream_st;   /* how the forwarded call ended (once it did) */
 	struct nfsd_meta_op *meta;      /* nfs_meta.c's, NULL = none; released with the state */
 };
 

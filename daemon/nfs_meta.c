@@ -94,12 +94,19 @@ static void set_post_op(post_op_attr *pa, const nfs_fh3 *fh, const fattr3 *a)
 	patch(fh, &pa->post_op_attr_u.attributes);
 }
 
+/* Set while meta_getattr_end() wakes the waiters of a GETATTR the upstream
+ * did not answer in upstream.timeout_ms: they answer JUKEBOX at once rather
+ * than wait a whole timeout again each. */
+static bool getattr_timed_out;
+
 void nfsd_meta_op_free(struct nfsd_meta_op *m)
 {
-	if (m->getattr_begun) {   /* no result came: the waiters ask themselves */
+	if (m->getattr_begun) {   /* no result came */
 		nfs_fh3 fh = { .data = { m->fh_len, (char *)m->fh } };
 		m->getattr_begun = false;
+		getattr_timed_out = m->call->hstate && m->call->hstate->upstream_st == UPSTREAM_TIMEOUT;
 		meta_getattr_end(&fh);
+		getattr_timed_out = false;
 	}
 	free(m);
 }
@@ -142,6 +149,20 @@ static int granted(struct nfsd_call *call, const nfs_fh3 *dir, uint32_t bit)
 	if (meta_access_get(dir, &call->cred, bit, &g))
 		return (g & bit) != 0;
 	return meta_op(call)->access_asked ? 0 : -1;
+}
+
+/*
+ * The upstream answered the caller's call on directory `dir`, so it granted
+ * `bit`: a LOOKUP found or not (NFS3ERR_NOENT) was allowed to search it, a
+ * READDIR(PLUS) to read it — knfsd's nfsd_lookup() and nfsd_readdir()
+ * check MAY_EXEC and MAY_READ before answering either, as nfs_read.c takes
+ * a READ answered as read access.  Recorded as that credential's result
+ * for that bit only, with the call's sequence, after the attributes the
+ * answer carried.
+ */
+static void granted_by_answer(struct nfsd_call *call, const nfs_fh3 *dir, uint32_t bit)
+{
+	meta_access_record(dir, &call->cred, bit, bit, call_mseq(call));
 }
 
 /* ---- one GETATTR renews a directory's listing --------------------------- */
@@ -228,7 +249,12 @@ static void getattr_try(struct nfsd_call *call);
 
 static void getattr_wake(struct meta_waiter *w)
 {
-	getattr_try(container_of(w, struct nfsd_meta_op, waiter)->call);
+	struct nfsd_call *call = container_of(w, struct nfsd_meta_op, waiter)->call;
+
+	if (getattr_timed_out)
+		call_reply_jukebox(call);   /* the upstream did not answer the one we waited for */
+	else
+		getattr_try(call);
 }
 
 static void getattr_try(struct nfsd_call *call)
@@ -272,6 +298,8 @@ void nfsd_proc_getattr(struct nfsd_call *call)
 
 /* ---- LOOKUP (§3.3.3) ------------------------------------------------------ */
 
+static void prefetch_consider(struct nfsd_call *call, const nfs_fh3 *dir, const post_op_attr *da);
+
 static void lookup_fixup(struct nfsd_call *call, void *res)
 {
 	LOOKUP3res *r = res;
@@ -281,15 +309,153 @@ static void lookup_fixup(struct nfsd_call *call, void *res)
 	if (r->status == NFS3_OK) {
 		LOOKUP3resok *ok = &r->LOOKUP3res_u.resok;
 		record_post_op(&a->what.dir, &ok->dir_attributes, mseq);
+		granted_by_answer(call, &a->what.dir, ACCESS3_LOOKUP);
 		meta_name_add(&a->what.dir, a->what.name, &ok->object,
 			      ok->obj_attributes.attributes_follow ?
 			      &ok->obj_attributes.post_op_attr_u.attributes : NULL, mseq);
 	} else {
 		record_post_op(&a->what.dir, &r->LOOKUP3res_u.resfail.dir_attributes, mseq);
-		if (r->status == NFS3ERR_NOENT)
+		if (r->status == NFS3ERR_NOENT) {
+			granted_by_answer(call, &a->what.dir, ACCESS3_LOOKUP);
 			meta_name_negative(&a->what.dir, a->what.name, mseq);
+		}
 	}
+	if (r->status == NFS3_OK || r->status == NFS3ERR_NOENT)
+		prefetch_consider(call, &a->what.dir, r->status == NFS3_OK ?
+				  &r->LOOKUP3res_u.resok.dir_attributes :
+				  &r->LOOKUP3res_u.resfail.dir_attributes);
 	nfsd_attrs_snoop(call, res);
+}
+
+/* ---- reading a directory whose names are looked up one by one --------- */
+
+/*
+ * A client that looks names up one by one in a directory it never listed
+ * (open() or stat() of many files: a build, `git status`, an import path)
+ * would cost one round trip per name.  After PREFETCH_AFTER forwarded
+ * LOOKUPs in one directory within its TTL, nfscached reads the
+ * directory's listing itself, as the caller, with READDIRPLUS (the names,
+ * handles and attributes answer the LOOKUPs and GETATTRs that follow),
+ * unless the directory is larger than PREFETCH_DIR_MAX bytes or its listing
+ * is cached already.  One pass per directory at a time, none again within
+ * acdirmin of the last.
+ */
+#define PREFETCH_SLOTS 64                   /* directories tracked (direct-mapped) */
+#define PREFETCH_AFTER 2                    /* forwarded LOOKUPs before reading */
+#define PREFETCH_DIR_MAX (1024 * 1024)      /* bytes: the directory's size attribute */
+#define PREFETCH_PAGES 64                   /* READDIRPLUS pages of one pass at most */
+#define PREFETCH_DIRCOUNT 16384u            /* bytes of names per page */
+#define PREFETCH_MAXCOUNT 65536u            /* bytes per page (at most max_payload) */
+
+struct prefetch_slot {
+	uint8_t fh[NFS3_FHSIZE_MAX];
+	uint32_t fh_len;                    /* 0: free */
+	unsigned misses;                    /* forwarded LOOKUPs since `since` */
+	ev_tstamp since;
+	ev_tstamp done_at;                  /* the last pass ended (0: none) */
+	bool busy;                          /* a pass is in flight */
+};
+
+struct prefetch {
+	struct prefetch_slot *slot;
+	struct rpc_cred cred;
+	uint8_t fh[NFS3_FHSIZE_MAX];
+	READDIRPLUS3args args;
+	uint64_t mseq;                      /* meta_seq() when the page was asked */
+	unsigned pages;
+};
+
+static struct prefetch_slot prefetch_slots[PREFETCH_SLOTS];
+
+static struct prefetch_slot *prefetch_slot(const nfs_fh3 *dir)
+{
+	uint32_t h = 2166136261u;
+
+	for (uint32_t i = 0; i < dir->data.data_len; i++)
+		h = (h ^ (uint8_t)dir->data.data_val[i]) * 16777619u;
+	struct prefetch_slot *s = &prefetch_slots[h % PREFETCH_SLOTS];
+	if (s->fh_len == dir->data.data_len && memcmp(s->fh, dir->data.data_val, s->fh_len) == 0)
+		return s;
+	if (s->busy)
+		return NULL;   /* another directory's pass holds it */
+	memset(s, 0, sizeof(*s));
+	s->fh_len = dir->data.data_len;
+	memcpy(s->fh, dir->data.data_val, s->fh_len);
+	return s;
+}
+
+static void prefetch_send(struct prefetch *p);
+
+static void prefetch_done(void *priv, enum upstream_status st, void *res)
+{
+	struct prefetch *p = priv;
+	READDIRPLUS3res *r = res;
+	bool more = false;
+
+	if (st == UPSTREAM_OK && r->status == NFS3_OK && meta_on()) {
+		READDIRPLUS3resok *ok = &r->READDIRPLUS3res_u.resok;
+		record_post_op(&p->args.dir, &ok->dir_attributes, p->mseq);
+		meta_access_record(&p->args.dir, &p->cred, ACCESS3_READ, ACCESS3_READ, p->mseq);
+		meta_listing_plus(&p->args.dir, p->args.cookie, p->args.cookieverf, ok, p->mseq);
+		const entryplus3 *last = NULL;
+		for (const entryplus3 *e = ok->reply.entries; e; e = e->nextentry)
+			last = e;
+		if (!ok->reply.eof && last && ++p->pages < PREFETCH_PAGES) {
+			p->args.cookie = last->cookie;
+			memcpy(p->args.cookieverf, ok->cookieverf, NFS3_COOKIEVERFSIZE);
+			more = true;
+		}
+	}
+	if (more) {
+		prefetch_send(p);
+		return;
+	}
+	p->slot->busy = false;
+	p->slot->done_at = ev_now(nfsd.loop);
+	p->slot->misses = 0;
+	free(p);
+}
+
+static void prefetch_send(struct prefetch *p)
+{
+	p->mseq = meta_seq();
+	upstream_call(nfsd.upstream, proc_nfs3(NFS3PROC_READDIRPLUS), &p->args, &p->cred,
+		      prefetch_done, p);
+}
+
+/* A LOOKUP in `dir` went upstream and was answered (found or NOENT) with
+ * the directory's attributes `da` (NULL: none). */
+static void prefetch_consider(struct nfsd_call *call, const nfs_fh3 *dir, const post_op_attr *da)
+{
+	const struct cache_config *c = &nfsd.cfg.cache;
+
+	if (!meta_on() || !c->acdirmax || !da->attributes_follow ||
+	    da->post_op_attr_u.attributes.type != NF3DIR ||
+	    da->post_op_attr_u.attributes.size > PREFETCH_DIR_MAX ||
+	    dir->data.data_len < 1 || dir->data.data_len > NFS3_FHSIZE_MAX ||
+	    meta_listing_held(dir, true))
+		return;
+	struct prefetch_slot *s = prefetch_slot(dir);
+	ev_tstamp now = ev_now(nfsd.loop);
+	if (!s || s->busy || (s->done_at && now - s->done_at < (double)c->acdirmin))
+		return;
+	if (now - s->since > (double)c->acdirmax) {
+		s->misses = 0;
+		s->since = now;
+	}
+	if (++s->misses < PREFETCH_AFTER)
+		return;
+	struct prefetch *p = xcalloc(1, sizeof(*p));
+	p->slot = s;
+	s->busy = true;
+	p->cred = call->cred;
+	memcpy(p->fh, dir->data.data_val, dir->data.data_len);
+	p->args.dir.data.data_len = dir->data.data_len;
+	p->args.dir.data.data_val = (char *)p->fh;
+	p->args.maxcount = nfsd.max_payload < PREFETCH_MAXCOUNT ? nfsd.max_payload : PREFETCH_MAXCOUNT;
+	p->args.dircount = PREFETCH_DIRCOUNT < p->args.maxcount ? PREFETCH_DIRCOUNT : p->args.maxcount;
+	log_debug("meta: reading the listing of a directory looked up name by name");
+	prefetch_send(p);
 }
 
 static void lookup_try(struct nfsd_call *call)
@@ -429,6 +595,7 @@ static void readdir_fixup(struct nfsd_call *call, void *res)
 		if (r->status == NFS3_OK) {
 			READDIR3resok *ok = &r->READDIR3res_u.resok;
 			record_post_op(&a->dir, &ok->dir_attributes, mseq);
+			granted_by_answer(call, &a->dir, ACCESS3_READ);
 			meta_listing_plain(&a->dir, a->cookie, a->cookieverf, ok, mseq);
 		} else {
 			record_post_op(&a->dir, &r->READDIR3res_u.resfail.dir_attributes, mseq);
@@ -440,6 +607,7 @@ static void readdir_fixup(struct nfsd_call *call, void *res)
 	if (r->status == NFS3_OK) {
 		READDIRPLUS3resok *ok = &r->READDIRPLUS3res_u.resok;
 		record_post_op(&a->dir, &ok->dir_attributes, mseq);
+		granted_by_answer(call, &a->dir, ACCESS3_READ);
 		meta_listing_plus(&a->dir, a->cookie, a->cookieverf, ok, mseq);
 	} else {
 		record_post_op(&a->dir, &r->READDIRPLUS3res_u.resfail.dir_attributes, mseq);
@@ -501,7 +669,7 @@ static void readdir_try(struct nfsd_call *call)
 	const nfs_fh3 *dir = call->desc->proc == NFS3PROC_READDIR ?
 			     &((READDIR3args *)call->args)->dir : &((READDIRPLUS3args *)call->args)->dir;
 	fattr3 attrs;
-	if (!meta_op(call)->revalidated &&
+	if (!meta_op(call)->revalidated && nfsd.cfg.cache.acdirmax &&
 	    meta_listing_held(dir, call->desc->proc == NFS3PROC_READDIRPLUS) &&
 	    !meta_attrs_get(dir, &attrs)) {
 		revalidate_dir(call, dir, readdir_try);
@@ -848,26 +1016,44 @@ void nfsd_proc_mnt(struct nfsd_call *call)
 	nfsd_forward_with(call, mnt_fixup);
 }
 
+/* The upstream's EXPORT list is cached whole; upstream.exports (which a
+ * reload may change) restricts it in every answer. */
 static void export_fixup(struct nfsd_call *call, void *res)
 {
 	(void)call;
 	exports *list = res;
 
+	meta_export_record(*list);
 	for (exports *p = list; *p;) {
 		if (!nfsd_export_allowed((*p)->ex_dir))
 			*p = (*p)->ex_next;   /* unlink; the nodes belong to libnfs */
 		else
 			p = &(*p)->ex_next;
 	}
-	meta_export_record(*list);
 }
 
 void nfsd_proc_export(struct nfsd_call *call)
 {
-	exports list;
+	exports cached;
 
-	if (meta_on() && meta_export(&list)) {
+	if (meta_on() && meta_export(&cached)) {
+		/* shallow copies of the allowed nodes, linked anew */
+		size_t n = 0;
+		for (exports e = cached; e; e = e->ex_next)
+			n++;
+		struct exportnode *nodes = xcalloc(n ? n : 1, sizeof(*nodes)), *v = nodes;
+		exports list = NULL, *tail = &list;
+		for (exports e = cached; e; e = e->ex_next) {
+			if (!nfsd_export_allowed(e->ex_dir))
+				continue;
+			*v = *e;
+			v->ex_next = NULL;
+			*tail = v;
+			tail = &v->ex_next;
+			v++;
+		}
 		call_reply(call, &list);
+		free(nodes);
 		return;
 	}
 	nfsd_forward_with(call, export_fixup);

@@ -59,3 +59,23 @@ rread() {
         diag "READ $3 $4: $(tail -n 2 "$T_TMP/r.out")"
     cp "$T_TMP/r.out" "$T_TMP/$1.out"
 }
+
+# checks FILE: the assertions of an inline python script (tests/nsrpc.py
+# Checks) as TAP: lines "CHECK is DESC GOT WANT", "CHECK num DESC GOT OP
+# WANT", "CHECK ok DESC STATUS" and "DIAG TEXT", fields separated by \x1f;
+# other lines are ignored.  1 when any of them failed.
+checks() {
+    local tag kind desc a b c rc=0
+    while IFS=$'\x1f' read -r tag kind desc a b c; do
+        case $tag in
+            CHECK)
+                case $kind in
+                    is)  is "$a" "$b" "$desc" || rc=1 ;;
+                    num) num_ok "$a" "$b" "$c" "$desc" || rc=1 ;;
+                    ok)  ok "$a" "$desc" || rc=1 ;;
+                esac ;;
+            DIAG) diag "$kind" ;;
+        esac
+    done < "$1"
+    return "$rc"
+}

@@ -9,6 +9,7 @@
 #   NFSCACHED_UPSTREAM_URL  its upstream (default: the one of
 #                         tests/lib/upstream.sh, UP_HOST, UP_NFS_PORT, UP_MNT_PORT)
 #   NFSCACHED_LOG_LEVEL   its log.level (info)
+#   NFSCACHED_METADATA    its cache.metadata (no; see write_nfscached_conf)
 #   NFSCACHED_PID         set while it runs; PORT, the port it listens on
 #   NFSCACHED_START_MS    how long the last start took to report its port
 # Seconds allowed to: one nfscachectl call, the start until the port is

@@ -8,14 +8,18 @@
  *      concurrent GETATTRs of one handle wait for the one in flight;
  *   2. LOOKUP of a name a READDIRPLUS returned: one ACCESS of the directory
  *      as the caller, then every LOOKUP of it locally; another uid gets its
- *      own ACCESS and, refused, the upstream's error;
+ *      own ACCESS and, refused, the upstream's error; a forwarded LOOKUP
+ *      answered (found or NOENT) grants the search it needed;
  *   3. ACCESS answered from the caller's own result only;
  *   4. a negative LOOKUP, then a CREATE of that name through the proxy: the
  *      name is found at once without a LOOKUP upstream;
  *   5. NULL answered locally; FSINFO twice: one upstream call;
  *   6. a listing past its directory's TTL: one GETATTR renews it when the
  *      directory is unchanged; a changed one sends the READDIRPLUS;
- *   7. cache.metadata = no: everything forwarded.
+ *   7. names looked up one by one in a directory never listed: after two
+ *      forwarded LOOKUPs its listing is read (READDIRPLUS, as the caller)
+ *      and the next names are answered from it;
+ *   8. cache.metadata = no: everything forwarded.
  */
 #include "config.h"
 
@@ -91,12 +95,14 @@ static uint32_t getattr(const uint8_t *fh, uint32_t len, const struct rpc_cred *
 	return fake_dispatch(call);
 }
 
+static uint8_t *lookup_dir = dir_fh;   /* the directory lookup() looks in */
+
 static uint32_t lookup(const char *name, const struct rpc_cred *cred)
 {
 	struct nfsd_call *call = fake_client_call(NFS3PROC_LOOKUP, cred);
 	LOOKUP3args *a = call->args;
 
-	a->what.dir = fh3(dir_fh, sizeof(dir_fh));
+	a->what.dir = fh3(lookup_dir, sizeof(dir_fh));
 	a->what.name = (char *)name;
 	return fake_dispatch(call);
 }
@@ -181,18 +187,29 @@ static void test_getattr(void)
 	is_int(answered, 3, "all three answered with its attributes");
 	is_int(fake_sent(NFS3PROC_GETATTR), 2, "by one upstream GETATTR");
 
-	/* the one in flight gets no answer: the waiters ask themselves */
+	/* the one in flight gets no answer in upstream.timeout_ms: its waiters
+	 * answer JUKEBOX with it rather than wait a whole timeout again */
 	uint8_t other[] = { 0x77 };
 	uint32_t z1 = getattr(other, sizeof(other), &alice);
 	uint32_t z2 = getattr(other, sizeof(other), &alice);
 	fake_complete_timeout(fake_pending_nth(NFS3PROC_GETATTR, 0));
 	r = fake_wait_reply(z1);
 	is_int(r ? (long long)r->status : -1, NFS3ERR_JUKEBOX, "GETATTR without an answer: JUKEBOX");
-	ok(fake_wait_pending(NFS3PROC_GETATTR, 1), "its waiter sent its own GETATTR");
+	r = fake_wait_reply(z2);
+	is_int(r ? (long long)r->status : -1, NFS3ERR_JUKEBOX, "its waiter too, at once");
+	is_int(fake_pending(NFS3PROC_GETATTR), 0, "without a GETATTR of its own");
+
+	/* one refused (an error status): the waiters answer from their own GETATTR */
+	uint32_t w1 = getattr(other, sizeof(other), &alice);
+	uint32_t w2 = getattr(other, sizeof(other), &bob);
+	fake_complete_status(fake_pending_nth(NFS3PROC_GETATTR, 0), NFS3ERR_ACCES);
+	r = fake_wait_reply(w1);
+	is_int(r ? (long long)r->status : -1, NFS3ERR_ACCES, "a GETATTR refused: its caller gets the error");
+	ok(fake_wait_pending(NFS3PROC_GETATTR, 1), "its waiter sends its own");
 	res = fake_getattr3res(&na);
 	fake_complete(fake_pending_nth(NFS3PROC_GETATTR, 0), UPSTREAM_OK, &res);
-	r = fake_wait_reply(z2);
-	is_int(r ? (long long)r->status : -1, NFS3_OK, "and got its answer");
+	r = fake_wait_reply(w2);
+	is_int(r ? (long long)r->status : -1, NFS3_OK, "and gets its answer");
 	stop();
 }
 
@@ -242,6 +259,35 @@ static void test_lookup(void)
 	x = access_call(dir_fh, sizeof(dir_fh), ACCESS3_LOOKUP, &bob);
 	r = fake_reply_of(x);
 	ok(r && r->status == NFS3_OK && r->access == 0, "bob's ACCESS: his own result (nothing granted)");
+	stop();
+
+	/* carol: a LOOKUP of hers answered NOENT by the upstream grants her search */
+	static const struct rpc_cred carol = {
+		.flavor = RPC_AUTH_SYS, .machinename = "client", .uid = 1002, .gid = 1002,
+	};
+	start();
+	readdirplus_warm();
+	x = lookup("nothere", &carol);
+	c = fake_pending_nth(NFS3PROC_LOOKUP, 0);
+	if (!c)
+		fake_bail_out("carol's LOOKUP not forwarded");
+	LOOKUP3res lr;
+	memset(&lr, 0, sizeof(lr));
+	lr.status = NFS3ERR_NOENT;
+	lr.LOOKUP3res_u.resfail.dir_attributes.attributes_follow = 1;
+	lr.LOOKUP3res_u.resfail.dir_attributes.post_op_attr_u.attributes = dir_attrs;
+	fake_complete(c, UPSTREAM_OK, &lr);
+	fake_wait_reply(x);
+	x = lookup("f", &carol);
+	r = fake_reply_of(x);
+	ok(r && r->status == NFS3_OK && r->fh_len == sizeof(file_fh),
+	   "carol's next LOOKUP answered at once from the listing");
+	is_int(fake_sent(NFS3PROC_ACCESS), 0, "without an ACCESS: her NOENT showed the grant");
+	x = access_call(dir_fh, sizeof(dir_fh), ACCESS3_LOOKUP | ACCESS3_MODIFY, &carol);
+	ok(fake_reply_of(x) == NULL && fake_pending(NFS3PROC_ACCESS) == 1,
+	   "her ACCESS asking more than search is forwarded");
+	fake_complete_status(fake_pending_nth(NFS3PROC_ACCESS, 0), NFS3ERR_IO);
+	fake_wait_reply(x);
 	stop();
 }
 
@@ -361,13 +407,11 @@ static void test_listing_revalidate(void)
 	start();
 	readdirplus_warm();
 	uint32_t x = readdirplus();
-	struct fake_call *c = fake_pending_nth(NFS3PROC_ACCESS, 0);
-	if (!c)
-		fake_bail_out("no ACCESS before a listing from the cache");
-	ACCESS3res ar = fake_access3res(ACCESS3_READ | ACCESS3_LOOKUP, &dir_attrs);
-	fake_complete(c, UPSTREAM_OK, &ar);
-	const struct fake_reply *r = fake_wait_reply(x);
-	is_int(r ? (long long)r->status : -1, NFS3_OK, "READDIRPLUS answered from the listing");
+	const struct fake_reply *r = fake_reply_of(x);
+	is_int(r ? (long long)r->status : -1, NFS3_OK,
+	       "READDIRPLUS answered from the listing at once (the forwarded one granted READ)");
+	is_int(fake_sent(NFS3PROC_ACCESS), 0, "without an ACCESS");
+	struct fake_call *c;
 	is_int(fake_sent(NFS3PROC_READDIRPLUS), 1, "one upstream READDIRPLUS so far");
 
 	fake_run_for(1.2);   /* the directory's TTL (acdirmax 1 s) is over */
@@ -399,6 +443,95 @@ static void test_listing_revalidate(void)
 	is_int(r ? (long long)r->status : -1, NFS3ERR_IO, "with the upstream's answer");
 	stop();
 	acdir = 60;
+}
+
+static LOOKUP3res lookup3res(nfsstat3 status, uint8_t *fh, uint32_t len, const fattr3 *a,
+			     const fattr3 *dir)
+{
+	LOOKUP3res lr;
+
+	memset(&lr, 0, sizeof(lr));
+	lr.status = status;
+	if (status == NFS3_OK) {
+		lr.LOOKUP3res_u.resok.object = fh3(fh, len);
+		lr.LOOKUP3res_u.resok.obj_attributes.attributes_follow = 1;
+		lr.LOOKUP3res_u.resok.obj_attributes.post_op_attr_u.attributes = *a;
+		lr.LOOKUP3res_u.resok.dir_attributes.attributes_follow = 1;
+		lr.LOOKUP3res_u.resok.dir_attributes.post_op_attr_u.attributes = *dir;
+	} else {
+		lr.LOOKUP3res_u.resfail.dir_attributes.attributes_follow = 1;
+		lr.LOOKUP3res_u.resfail.dir_attributes.post_op_attr_u.attributes = *dir;
+	}
+	return lr;
+}
+
+static void test_prefetch(void)
+{
+	static uint8_t dir2_fh[sizeof(dir_fh)] = { 0xd2, 0x01, 0x02, 0x03 };
+
+	lookup_dir = dir2_fh;   /* a directory no other case looked up in */
+	start();
+	/* two names looked up upstream one by one */
+	uint32_t x = lookup("f", &alice);
+	LOOKUP3res lr = lookup3res(NFS3_OK, file_fh, sizeof(file_fh), &file_attrs, &dir_attrs);
+	fake_complete(fake_pending_nth(NFS3PROC_LOOKUP, 0), UPSTREAM_OK, &lr);
+	fake_wait_reply(x);
+	is_int(fake_sent(NFS3PROC_READDIRPLUS), 0, "one forwarded LOOKUP: the directory is not read");
+	x = lookup("nothere", &alice);
+	lr = lookup3res(NFS3ERR_NOENT, NULL, 0, NULL, &dir_attrs);
+	fake_complete(fake_pending_nth(NFS3PROC_LOOKUP, 0), UPSTREAM_OK, &lr);
+	fake_wait_reply(x);
+	struct fake_call *c = fake_pending_nth(NFS3PROC_READDIRPLUS, 0);
+	const READDIRPLUS3args *rp = c ? c->args : NULL;
+	ok(c && c->cred.uid == 1000 && rp->dir.data.data_len == sizeof(dir2_fh) &&
+	   memcmp(rp->dir.data.data_val, dir2_fh, sizeof(dir2_fh)) == 0 && rp->cookie == 0,
+	   "the second: nfscached reads the directory's listing as the caller");
+	if (!c)
+		fake_bail_out("no READDIRPLUS");
+	/* the listing: f and g, in two pages */
+	fattr3 g_attrs = test_fattr3(20, 1000, 0, 1, 4);
+	entryplus3 e[2];
+	memset(e, 0, sizeof(e));
+	e[0].fileid = 3; e[0].name = "f"; e[0].cookie = 1;
+	e[0].name_attributes.attributes_follow = 1;
+	e[0].name_attributes.post_op_attr_u.attributes = file_attrs;
+	e[0].name_handle.handle_follows = 1;
+	e[0].name_handle.post_op_fh3_u.handle = fh3(file_fh, sizeof(file_fh));
+	e[1].fileid = 4; e[1].name = "g"; e[1].cookie = 2;
+	e[1].name_attributes.attributes_follow = 1;
+	e[1].name_attributes.post_op_attr_u.attributes = g_attrs;
+	e[1].name_handle.handle_follows = 1;
+	e[1].name_handle.post_op_fh3_u.handle = fh3(new_fh, sizeof(new_fh));
+	READDIRPLUS3res res;
+	memset(&res, 0, sizeof(res));
+	res.status = NFS3_OK;
+	res.READDIRPLUS3res_u.resok.dir_attributes.attributes_follow = 1;
+	res.READDIRPLUS3res_u.resok.dir_attributes.post_op_attr_u.attributes = dir_attrs;
+	memcpy(res.READDIRPLUS3res_u.resok.cookieverf, "verfverf", 8);
+	res.READDIRPLUS3res_u.resok.reply.entries = &e[0];
+	fake_complete(c, UPSTREAM_OK, &res);
+	ok(fake_wait_pending(NFS3PROC_READDIRPLUS, 1), "not at its end: the next page is asked");
+	c = fake_pending_nth(NFS3PROC_READDIRPLUS, 0);
+	READDIRPLUS3args *ra = c->args;
+	ok(ra->cookie == 1 && memcmp(ra->cookieverf, "verfverf", 8) == 0,
+	   "from the last cookie, with the verifier");
+	res.READDIRPLUS3res_u.resok.reply.entries = &e[1];
+	res.READDIRPLUS3res_u.resok.reply.eof = 1;
+	fake_complete(c, UPSTREAM_OK, &res);
+	fake_run_for(0.01);
+	is_int(fake_sent(NFS3PROC_READDIRPLUS), 2, "two pages, then its end");
+
+	x = lookup("g", &alice);
+	const struct fake_reply *r = fake_reply_of(x);
+	ok(r && r->status == NFS3_OK && r->fh_len == sizeof(new_fh) &&
+	   memcmp(r->fh, new_fh, sizeof(new_fh)) == 0 && r->attrs.size == 20,
+	   "a name never looked up is answered from the listing read");
+	is_int(fake_sent(NFS3PROC_LOOKUP), 2, "with no LOOKUP upstream");
+	x = getattr(new_fh, sizeof(new_fh), &alice);
+	r = fake_reply_of(x);
+	ok(r && r->status == NFS3_OK && r->attrs.size == 20, "and its GETATTR too");
+	stop();
+	lookup_dir = dir_fh;
 }
 
 static void test_off(void)
@@ -434,6 +567,7 @@ int main(void)
 	test_negative_create();
 	test_null_fsinfo();
 	test_listing_revalidate();
+	test_prefetch();
 	test_off();
 
 	ev_loop_destroy(lp);
