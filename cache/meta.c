@@ -86,6 +86,7 @@ struct meta_node {
 	fattr3 attrs;                   /* valid when has_attrs */
 	struct list_node names;         /* struct meta_name.dir_link, of this directory */
 	struct list_node waiters;       /* struct meta_waiter.link, for the GETATTR in flight */
+	struct list_node linked;        /* on meta.linked while a non-directory with nlink > 1 */
 	struct meta_listing *listing;   /* NULL: none being built or complete */
 	struct meta_access *access;     /* naccess results */
 	char *target;                   /* READLINK answer, NULL when unknown */
@@ -131,6 +132,7 @@ static struct {
 	uint64_t dropped_gen;           /* highest gen of a node dropped: older records create no node */
 	uint64_t access_stamp;
 	struct list_node lru;
+	struct list_node linked;        /* nodes of non-directories with more than one link */
 	struct meta_node **nodes;       /* hash buckets */
 	size_t nnode_buckets, nnodes;
 	struct meta_name **names;       /* hash buckets */
@@ -469,6 +471,7 @@ static void node_free(struct meta_node *n)
 		meta.dropped_gen = n->gen;
 	node_unhash(n);
 	list_del(&n->e.lru);
+	list_del(&n->linked);
 	meta.nnodes--;
 	m_free(n, sizeof(*n) + n->fh_len);
 	gauge_update();
@@ -527,6 +530,7 @@ static struct meta_node *node_new(const nfs_fh3 *fh)
 	n->hash = fh_hash(n->fh, len);
 	list_init(&n->names);
 	list_init(&n->waiters);
+	list_init(&n->linked);
 	n->hash_next = meta.nodes[n->hash & (meta.nnode_buckets - 1)];
 	meta.nodes[n->hash & (meta.nnode_buckets - 1)] = n;
 	list_add_head(&meta.lru, &n->e.lru);
@@ -551,6 +555,9 @@ static void attrs_apply(struct meta_node *n, const fattr3 *a, bool ours)
 	double t = now();
 	n->attrs = *a;
 	n->has_attrs = true;
+	list_del(&n->linked);
+	if (a->type != NF3DIR && a->nlink > 1)
+		list_add_head(&meta.linked, &n->linked);
 	n->confirmed = t;
 	n->ttl = ttl_of(a, t);
 	touch(&n->e);
@@ -742,6 +749,7 @@ void meta_init(struct ev_loop *loop, const struct cache_config *cfg)
 	meta.loop = loop;
 	meta.cfg = cfg;
 	list_init(&meta.lru);
+	list_init(&meta.linked);
 	meta.initialised = true;
 	gauge_update();
 }
@@ -800,6 +808,14 @@ void meta_attrs_expire(const nfs_fh3 *fh)
  * known to be stale; when there is no room for it, every older record
  * that would create a node is refused instead (meta.dropped_gen).
  */
+void meta_expire_linked(void)
+{
+	if (!meta.initialised)
+		return;
+	for (struct list_node *p = meta.linked.next; p != &meta.linked; p = p->next)
+		list_entry(p, struct meta_node, linked)->ttl = 0;
+}
+
 void meta_changed(const nfs_fh3 *fh, const wcc_data *wcc)
 {
 	uint64_t seq = ++meta.seq;

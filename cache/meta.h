@@ -101,6 +101,13 @@ bool meta_attrs_get(const nfs_fh3 *fh, fattr3 *out);
  * attributes show a change. */
 void meta_attrs_expire(const nfs_fh3 *fh);
 
+/* A name whose handle the cache does not know went away through us (a
+ * REMOVE, or a RENAME over it): whichever file it named lost a link, so the
+ * attributes of every file known to have more than one link are no longer
+ * trusted (their nlink and ctime changed upstream).  Costs the number of
+ * such files (a list kept as attributes are recorded). */
+void meta_expire_linked(void);
+
 /*
  * A change made through nfscached to `fh` (WRITE, SETATTR, COMMIT, and to a
  * directory CREATE, MKDIR, SYMLINK, MKNOD, REMOVE, RMDIR, RENAME, LINK) was

@@ -891,6 +891,8 @@ void nfsd_meta_unlinked(struct nfsd_call *call, const nfs_fh3 *dir, const char *
 		meta_name_negative(dir, name, meta_seq());
 		if (gone.known)
 			meta_attrs_expire(&gone.fh);
+		else
+			meta_expire_linked();   /* whichever file it was lost a link */
 	} else {
 		record_post_op(dir, &wcc->after, call_mseq(call));
 		meta_name_forget(dir, name);
@@ -951,6 +953,8 @@ static void rename_fixup(struct nfsd_call *call, void *res)
 	}
 	if (replaced.known && !(moved.known && fh_equal(&moved.fh, &replaced.fh)))
 		meta_attrs_expire(&replaced.fh);   /* one link fewer */
+	else if (!replaced.known)
+		meta_expire_linked();   /* a name we did not know may have been replaced */
 }
 
 void nfsd_proc_rename(struct nfsd_call *call)

@@ -17,6 +17,9 @@
 #   race        a LOOKUP of a name racing a CREATE or REMOVE of it through
 #               nfscached (the upstream frozen while both are sent): the
 #               next LOOKUP answers as the directory now is
+#   links       a file with two links: the name the cache does not know
+#               removed through nfscached, the other's GETATTR gives nlink 1
+#               at once
 #   credential  uid 1000 asking LOOKUP (found or not), READDIRPLUS, READDIR
 #               and ACCESS of a 0700 directory of root's just after root
 #               did (and the answers were cached) gets the upstream's
@@ -310,4 +313,25 @@ is "$(gv changed)" NFS3ERR_NOENT "elsewhere: then NFS3ERR_NOENT (after $(gv chan
 num_ok "$(gv changed_ms)" -le $(((TTL + 1) * 1000)) \
     "elsewhere: gone within acdirmax + 1 s of the removal ($(gv changed_ms) ms)"
 num_ok "$(d g0 g1 cache.lookup.hits)" -ge 1 "elsewhere: the LOOKUPs while the TTL held were hits"
+
+# ---- links: a name the cache does not know removed through nfscached ----------------
+# in a directory of its own, where nothing else was looked up (two LOOKUPs
+# would have the listing read, and hy known)
+mkdir "$EXPORT_DIR/links"
+echo linked > "$EXPORT_DIR/links/hx"
+ln "$EXPORT_DIR/links/hx" "$EXPORT_DIR/links/hy"
+LDIR=$(fh_of links)
+rpc lookup "$LDIR" hx > "$T_TMP/hx.out"
+HX=$(nv hx fh)
+rpc getattr "$HX" > "$T_TMP/hx1.out"
+is "$(nv hx1 nfs_status) $(nv hx1 nlink)" "NFS3_OK 2" "links: a file with two links: nlink 2"
+snap k0
+rpc remove "$LDIR" hy > "$T_TMP/hy.out"
+rpc getattr "$HX" > "$T_TMP/hx2.out"
+snap k1
+up getattr "$HX" > "$T_TMP/hxu.out"
+is "$(nv hy nfs_status) $(nv hx2 nlink) $(nv hx2 ctime)" "NFS3_OK 1 $(nv hxu ctime)" \
+    "links: REMOVE through nfscached of the other name, never looked up: GETATTR at once gives nlink 1 and the new ctime"
+is "$(d k0 k1 upstream.calls.GETATTR)" 1 \
+    "links: that GETATTR went upstream (a file known to have two links is no longer trusted)"
 done_testing

@@ -1222,6 +1222,31 @@ static void test_bytes(void)
 	ok(node_b <= 320 && name_b <= 160, "a node at most 320 bytes, a name at most 160");
 }
 
+/* A name of unknown handle removed through us: every file known to have
+ * more than one link stops being trusted; others stay. */
+static void test_expire_linked(void)
+{
+	restart();
+	fattr3 one = file_attrs(10, T0), two = file_attrs(11, T0), dir = dir_attrs(12, T0);
+	two.nlink = 2;
+	dir.nlink = 5;
+	record(1, one);
+	record(2, two);
+	record(3, dir);
+	meta_expire_linked();
+	ok(fresh_now(1), "expire_linked: a file with one link stays fresh");
+	ok(!fresh_now(2), "expire_linked: a file with two links is no longer trusted");
+	ok(fresh_now(3), "expire_linked: a directory stays fresh");
+	two.nlink = 1;
+	record(2, two);
+	meta_expire_linked();
+	ok(fresh_now(2), "expire_linked: down to one link, it is off the list");
+	restart();
+	record(2, file_attrs(11, T0));
+	meta_expire_linked();   /* after a restart: an empty list */
+	ok(fresh_now(2), "expire_linked: nothing listed after a restart");
+}
+
 int main(void)
 {
 	config_default();
@@ -1238,6 +1263,7 @@ int main(void)
 	test_mount();
 	test_clear_off();
 	test_bytes();
+	test_expire_linked();
 	meta_finalise();
 	is_int(stats.cache_metadata_entries, 0, "finalised: gauge 0");
 	return done();
