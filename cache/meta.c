@@ -265,11 +265,6 @@ static double now(void)
 	return META_NOW();
 }
 
-static bool fresh(const struct meta_node *n)
-{
-	return n->has_attrs && now() - n->confirmed < n->ttl;
-}
-
 /* clamp((now − mtime) / 10, min, max) seconds, acdir* for directories and
  * acreg* for the rest (Linux nfs_update_inode). */
 static double ttl_of(const fattr3 *a, double t)
@@ -284,6 +279,13 @@ static double ttl_of(const fattr3 *a, double t)
 	if (ttl > hi)
 		ttl = hi;
 	return ttl;
+}
+
+static bool fresh(const struct meta_node *n)
+{
+	/* the TTL under the configuration now: a reload that lowers an ac*
+	 * key applies to what is cached already */
+	return n->has_attrs && n->ttl > 0 && now() - n->confirmed < ttl_of(&n->attrs, n->confirmed);
 }
 
 static bool time_eq(const nfstime3 *a, const nfstime3 *b)
@@ -1128,9 +1130,15 @@ void meta_listing_plus(const nfs_fh3 *dir, uint64_t cookie, const char *verf,
 		listing_drop(d);
 		return;
 	}
-	for (e = ok->reply.entries; e && d->listing; e = e->nextentry)
+	for (e = ok->reply.entries; e && d->listing; e = e->nextentry) {
 		if (!listing_append(d, e->name, e->cookie, e->fileid))
 			return;
+		/* an entry without its handle (the caller may read the directory
+		 * but not search it): the listing answers READDIR only, never a
+		 * READDIRPLUS of a caller the upstream would give handles to */
+		if (!name_dots(e->name) && !e->name_handle.handle_follows)
+			d->listing->plus = false;
+	}
 	if (d->listing && ok->reply.eof)
 		d->listing->complete = true;
 }
@@ -1387,15 +1395,14 @@ static struct meta_fs *fs_for_answer(const nfs_fh3 *fh, post_op_attr *attrs)
 {
 	struct meta_node *n;
 
-	if (!meta_on() || !(n = node_find(fh)) || !n->has_attrs)
+	/* the handle itself fresh: one removed through us is asked upstream */
+	if (!meta_on() || !(n = node_find(fh)) || !fresh(n))
 		return NULL;
 	for (size_t i = 0; i < meta.nfs; i++) {
 		if (meta.fs[i].fsid == n->attrs.fsid) {
 			memset(attrs, 0, sizeof(*attrs));
-			if (fresh(n)) {
-				attrs->attributes_follow = 1;
-				attrs->post_op_attr_u.attributes = n->attrs;
-			}
+			attrs->attributes_follow = 1;
+			attrs->post_op_attr_u.attributes = n->attrs;
 			return &meta.fs[i];
 		}
 	}

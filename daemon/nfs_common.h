@@ -151,6 +151,14 @@ void nfsd_meta_op_free(struct nfsd_meta_op *m);
 void nfsd_meta_unlinked(struct nfsd_call *call, const nfs_fh3 *dir, const char *name,
 			nfsstat3 status, wcc_data *wcc);
 
+/* nfs_meta.c: before a call takes `name` away from `dir` (REMOVE, RMDIR, a
+ * RENAME over it), learn which object it names when the namespace cache
+ * does not know (one LOOKUP as the caller), so that the object's
+ * attributes and, for its last link, cached data stop being trusted once
+ * the call succeeds; then then(call).  then() may run at once. */
+void nfsd_meta_lookup_first(struct nfsd_call *call, const nfs_fh3 *dir, const char *name,
+			    void (*then)(struct nfsd_call *call));
+
 /* A WRITE, SETATTR or COMMIT of `fh` forwarded by `call` was answered
  * `status` with `wcc`: the namespace cache takes the change as ours (or,
  * when it failed, records the attributes after). */

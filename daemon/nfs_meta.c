@@ -50,6 +50,11 @@ struct nfsd_meta_op {
 	void (*retry)(struct nfsd_call *call);   /* after our own ACCESS or GETATTR */
 	GETATTR3args getattr;           /* our own GETATTR of a directory */
 	uint64_t getattr_mseq;          /* meta_seq() when it was sent */
+	LOOKUP3args lookup;             /* our own LOOKUP of a name about to go */
+	uint64_t lookup_mseq;
+	uint8_t found[NFS3_FHSIZE_MAX]; /* ... the handle it found */
+	uint32_t found_len;             /* 0: none */
+	uint32_t found_nlink;           /* its link count then; 0 = unknown */
 	struct nfsd_access access;      /* our own ACCESS of the directory */
 	uint64_t access_mseq;           /* meta_seq() when it was sent */
 	uint8_t fh[NFS3_FHSIZE_MAX];    /* the GETATTR's handle (until meta_getattr_end) */
@@ -212,6 +217,97 @@ static void revalidate_dir(struct nfsd_call *call, const nfs_fh3 *dir,
 	m->getattr_mseq = meta_seq();
 	upstream_call(nfsd.upstream, proc_nfs3(NFS3PROC_GETATTR), &m->getattr, &call->cred,
 		      dir_getattr_done, m);
+}
+
+/* A handle copied out of the cache before it is edited. */
+struct fh_copy {
+	nfs_fh3 fh;
+	uint8_t data[NFS3_FHSIZE_MAX];
+	bool known;
+};
+
+static void fh_copy_of(struct fh_copy *c, const nfs_fh3 *dir, const char *name)
+{
+	nfs_fh3 fh;
+
+	c->known = meta_name_handle(dir, name, &fh) && fh.data.data_len <= sizeof(c->data);
+	if (c->known) {
+		memcpy(c->data, fh.data.data_val, fh.data.data_len);
+		c->fh.data.data_len = fh.data.data_len;
+		c->fh.data.data_val = (char *)c->data;
+	}
+}
+
+/* ---- a name about to go: which object it names ------------------------ */
+
+static void lookup_first_done(void *priv, enum upstream_status st, void *res)
+{
+	struct nfsd_meta_op *m = priv;
+	const LOOKUP3res *r = res;
+
+	if (st == UPSTREAM_OK && r->status == NFS3_OK) {
+		const LOOKUP3resok *ok = &r->LOOKUP3res_u.resok;
+		if (ok->object.data.data_len <= sizeof(m->found)) {
+			m->found_len = ok->object.data.data_len;
+			memcpy(m->found, ok->object.data.data_val, m->found_len);
+			if (ok->obj_attributes.attributes_follow)
+				m->found_nlink = ok->obj_attributes.post_op_attr_u.attributes.nlink;
+		}
+	}
+	m->retry(m->call);
+}
+
+void nfsd_meta_lookup_first(struct nfsd_call *call, const nfs_fh3 *dir, const char *name,
+			    void (*then)(struct nfsd_call *call))
+{
+	nfs_fh3 fh;
+
+	if (!meta_on() || meta_name_handle(dir, name, &fh)) {
+		then(call);
+		return;
+	}
+	struct nfsd_meta_op *m = meta_op(call);
+	m->retry = then;
+	m->lookup.what.dir = *dir;              /* the call's arguments: live until it is freed */
+	m->lookup.what.name = (char *)name;
+	m->lookup_mseq = meta_seq();
+	upstream_call(nfsd.upstream, proc_nfs3(NFS3PROC_LOOKUP), &m->lookup, &call->cred,
+		      lookup_first_done, m);
+}
+
+/* The handle `name` in `dir` named before the call changed it: the cache's,
+ * or the one nfsd_meta_lookup_first() found; *nlink its link count when
+ * known (else 0). */
+static bool gone_handle(struct nfsd_call *call, const nfs_fh3 *dir, const char *name,
+			struct fh_copy *c, uint32_t *nlink)
+{
+	struct nfsd_meta_op *m = call->hstate ? call->hstate->meta : NULL;
+
+	*nlink = 0;
+	fh_copy_of(c, dir, name);
+	if (!c->known && m && m->found_len) {
+		memcpy(c->data, m->found, m->found_len);
+		c->fh.data.data_len = m->found_len;
+		c->fh.data.data_val = (char *)c->data;
+		c->known = true;
+		*nlink = m->found_nlink;
+	}
+	return c->known;
+}
+
+/* The object `fh` lost a link through us: its attributes are no longer
+ * trusted, and when that was its last link (`nlink`, 0 = unknown: the data
+ * cache's attributes say) its clean cached data goes — a READ of it gets
+ * the upstream's NFS3ERR_STALE. */
+static void lost_link(const nfs_fh3 *fh, uint32_t nlink)
+{
+	struct cache_object *o = nfsd_cache_object(fh);
+
+	meta_attrs_expire(fh);
+	if (!nlink && o && o->have_attrs)
+		nlink = o->attrs.nlink;
+	if (o && nlink == 1 && !cache_has_uncommitted(o))
+		cache_invalidate(o, "its last link removed through nfscached");
 }
 
 /* ---- NULL --------------------------------------------------------------- */
@@ -651,7 +747,11 @@ static void readdir_try(struct nfsd_call *call)
 		READDIRPLUS3args *a = call->args;
 		READDIRPLUS3res res;
 		if (meta_readdirplus(a, &res)) {
+			/* the handles and attributes of the entries too: the
+			 * upstream gives them only to a caller who may search */
 			int g = granted(call, &a->dir, ACCESS3_READ);
+			if (g > 0)
+				g = granted(call, &a->dir, ACCESS3_LOOKUP);
 			if (g > 0) {
 				stats.cache_readdir_hits++;
 				readdirplus_patch(&res);
@@ -858,25 +958,6 @@ void nfsd_proc_made(struct nfsd_call *call)
 
 /* ---- REMOVE, RMDIR, RENAME, LINK ------------------------------------------- */
 
-/* A handle copied out of the cache before it is edited. */
-struct fh_copy {
-	nfs_fh3 fh;
-	uint8_t data[NFS3_FHSIZE_MAX];
-	bool known;
-};
-
-static void fh_copy_of(struct fh_copy *c, const nfs_fh3 *dir, const char *name)
-{
-	nfs_fh3 fh;
-
-	c->known = meta_name_handle(dir, name, &fh) && fh.data.data_len <= sizeof(c->data);
-	if (c->known) {
-		memcpy(c->data, fh.data.data_val, fh.data.data_len);
-		c->fh.data.data_len = fh.data.data_len;
-		c->fh.data.data_val = (char *)c->data;
-	}
-}
-
 /* `name` went from `dir` through us (REMOVE, RMDIR): wcc `wcc` of the
  * call's result, status `status`.  The object it named has a new link
  * count and ctime: its attributes are no longer trusted. */
@@ -884,13 +965,14 @@ void nfsd_meta_unlinked(struct nfsd_call *call, const nfs_fh3 *dir, const char *
 			nfsstat3 status, wcc_data *wcc)
 {
 	struct fh_copy gone;
+	uint32_t nlink;
 
-	fh_copy_of(&gone, dir, name);
+	gone_handle(call, dir, name, &gone, &nlink);
 	if (status == NFS3_OK) {
 		meta_changed(dir, wcc);
 		meta_name_negative(dir, name, meta_seq());
 		if (gone.known)
-			meta_attrs_expire(&gone.fh);
+			lost_link(&gone.fh, nlink);
 		else
 			meta_expire_linked();   /* whichever file it was lost a link */
 	} else {
@@ -909,9 +991,16 @@ static void rmdir_fixup(struct nfsd_call *call, void *res)
 			   &r->RMDIR3res_u.resfail.dir_wcc);
 }
 
-void nfsd_proc_rmdir(struct nfsd_call *call)
+static void rmdir_send(struct nfsd_call *call)
 {
 	nfsd_forward_with(call, rmdir_fixup);
+}
+
+void nfsd_proc_rmdir(struct nfsd_call *call)
+{
+	RMDIR3args *a = call->args;
+
+	nfsd_meta_lookup_first(call, &a->object.dir, a->object.name, rmdir_send);
 }
 
 static bool fh_equal(const nfs_fh3 *a, const nfs_fh3 *b)
@@ -931,8 +1020,10 @@ static void rename_fixup(struct nfsd_call *call, void *res)
 			   &r->RENAME3res_u.resfail.todir_wcc;
 	bool same_dir = fh_equal(&a->from.dir, &a->to.dir);
 
+	uint32_t replaced_nlink;
+
 	fh_copy_of(&moved, &a->from.dir, a->from.name);
-	fh_copy_of(&replaced, &a->to.dir, a->to.name);
+	gone_handle(call, &a->to.dir, a->to.name, &replaced, &replaced_nlink);
 	if (r->status != NFS3_OK) {
 		record_post_op(&a->from.dir, &from_wcc->after, call_mseq(call));
 		if (!same_dir)
@@ -944,7 +1035,9 @@ static void rename_fixup(struct nfsd_call *call, void *res)
 	meta_changed(&a->from.dir, from_wcc);
 	if (!same_dir)
 		meta_changed(&a->to.dir, to_wcc);
-	meta_name_negative(&a->from.dir, a->from.name, meta_seq());
+	/* forgotten, not negative: a RENAME onto another link of the same
+	 * file leaves both names (POSIX rename(2)) */
+	meta_name_forget(&a->from.dir, a->from.name);
 	if (moved.known) {
 		meta_name_add(&a->to.dir, a->to.name, &moved.fh, NULL, meta_seq());
 		meta_attrs_expire(&moved.fh);   /* its ctime (and a directory's "..") changed */
@@ -952,14 +1045,21 @@ static void rename_fixup(struct nfsd_call *call, void *res)
 		meta_name_forget(&a->to.dir, a->to.name);
 	}
 	if (replaced.known && !(moved.known && fh_equal(&moved.fh, &replaced.fh)))
-		meta_attrs_expire(&replaced.fh);   /* one link fewer */
+		lost_link(&replaced.fh, replaced_nlink);   /* one link fewer */
 	else if (!replaced.known)
 		meta_expire_linked();   /* a name we did not know may have been replaced */
 }
 
-void nfsd_proc_rename(struct nfsd_call *call)
+static void rename_send(struct nfsd_call *call)
 {
 	nfsd_forward_with(call, rename_fixup);
+}
+
+void nfsd_proc_rename(struct nfsd_call *call)
+{
+	RENAME3args *a = call->args;
+
+	nfsd_meta_lookup_first(call, &a->to.dir, a->to.name, rename_send);
 }
 
 static void link_fixup(struct nfsd_call *call, void *res)

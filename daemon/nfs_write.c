@@ -537,7 +537,7 @@ static void remove_lookup_done(void *priv, enum upstream_status st, void *res)
 	nfsd_forward_with(call, remove_fixup);
 }
 
-void nfsd_proc_remove(struct nfsd_call *call)
+static void remove_send(struct nfsd_call *call)
 {
 	REMOVE3args *a = call->args;
 
@@ -550,4 +550,11 @@ void nfsd_proc_remove(struct nfsd_call *call)
 	op->args.lookup.what = a->object;
 	upstream_call(nfsd.upstream, proc_nfs3(NFS3PROC_LOOKUP), &op->args.lookup, &call->cred,
 		      remove_lookup_done, op);
+}
+
+void nfsd_proc_remove(struct nfsd_call *call)
+{
+	REMOVE3args *a = call->args;
+
+	nfsd_meta_lookup_first(call, &a->object.dir, a->object.name, remove_send);
 }

@@ -7,8 +7,8 @@
 #   ours        CREATE of that name through nfscached: the next LOOKUP finds
 #               it at once, with the handle CREATE gave, without asking the
 #               upstream; the same after MKDIR, SYMLINK (READLINK), MKNOD,
-#               LINK and RENAME; REMOVE, RMDIR and the old name of a RENAME
-#               answer NFS3ERR_NOENT at once
+#               LINK and RENAME; REMOVE and RMDIR answer NFS3ERR_NOENT at
+#               once, the old name of a RENAME NFS3ERR_NOENT from upstream
 #   elsewhere   a file created directly in the export (a second client) is
 #               not seen while the directory's TTL holds (NFS3ERR_NOENT from
 #               the cache right after the creation), and is seen within
@@ -19,7 +19,10 @@
 #               next LOOKUP answers as the directory now is
 #   links       a file with two links: the name the cache does not know
 #               removed through nfscached, the other's GETATTR gives nlink 1
-#               at once
+#               at once; a RENAME onto another link of the same file leaves
+#               both names; the last link of a file removed through
+#               nfscached (its name known or not): GETATTR and READ of its
+#               handle answer NFS3ERR_STALE at once, as upstream
 #   credential  uid 1000 asking LOOKUP (found or not), READDIRPLUS, READDIR
 #               and ACCESS of a 0700 directory of root's just after root
 #               did (and the answers were cached) gets the upstream's
@@ -119,7 +122,11 @@ is "$(nv rename nfs_status)" NFS3_OK "ours: RENAME orig -> moved through nfscach
 step lookup-renamed lookup "$DIR" moved
 is "$(nv lookup-renamed nfs_status) $(nv lookup-renamed fh)" "NFS3_OK $O" \
     "lookup-renamed: LOOKUP moved at once: NFS3_OK with the handle CREATE gave (upstream LOOKUPs: $(d lookup-renamed.a lookup-renamed.b upstream.calls.LOOKUP))"
-looked lookup-renamed-old orig NFS3ERR_NOENT
+# the old name is forgotten, not recorded absent (a RENAME onto another link
+# of the same file leaves it): one LOOKUP upstream
+step lookup-renamed-old lookup "$DIR" orig
+is "$(nv lookup-renamed-old nfs_status) $(d lookup-renamed-old.a lookup-renamed-old.b upstream.calls.LOOKUP)" \
+    "NFS3ERR_NOENT 1" "lookup-renamed-old: LOOKUP orig after the RENAME: NFS3ERR_NOENT from the upstream"
 
 # ---- a LOOKUP racing a change through nfscached ------------------------------------
 # The upstream frozen (SIGSTOP), a LOOKUP of a name not cached is sent,
@@ -334,4 +341,41 @@ is "$(nv hy nfs_status) $(nv hx2 nlink) $(nv hx2 ctime)" "NFS3_OK 1 $(nv hxu cti
     "links: REMOVE through nfscached of the other name, never looked up: GETATTR at once gives nlink 1 and the new ctime"
 is "$(d k0 k1 upstream.calls.GETATTR)" 1 \
     "links: that GETATTR went upstream (a file known to have two links is no longer trusted)"
+
+# a RENAME onto another link of the same file changes nothing (POSIX)
+rpc rename "$LDIR" hx "$LDIR" hx > /dev/null   # a no-op too
+ln "$EXPORT_DIR/links/hx" "$EXPORT_DIR/links/hz"
+rpc lookup "$LDIR" hz > "$T_TMP/hz.out"
+rpc rename "$LDIR" hx "$LDIR" hz > "$T_TMP/rn.out"
+rpc lookup "$LDIR" hx > "$T_TMP/hx3.out"
+up lookup "$LDIR" hx > "$T_TMP/hxu3.out"
+is "$(nv rn nfs_status) $(nv hx3 nfs_status) $(nv hx3 fh)" \
+    "NFS3_OK $(nv hxu3 nfs_status) $(nv hxu3 fh)" \
+    "links: RENAME of hx onto hz, a link of the same file: hx is still there, as upstream"
+
+# the last link of a file removed through nfscached: its handle is stale at once
+echo gone > "$EXPORT_DIR/links/solo"
+rpc lookup "$LDIR" solo > "$T_TMP/solo.out"
+SOLO=$(nv solo fh)
+rpc read "$SOLO" 0 100 > "$T_TMP/solo_r1.out"
+rpc getattr "$SOLO" > "$T_TMP/solo_g1.out"
+is "$(nv solo_r1 nfs_status) $(nv solo_g1 nfs_status)" "NFS3_OK NFS3_OK" "gone: a file read and its attributes cached"
+rpc remove "$LDIR" solo > "$T_TMP/solo_rm.out"
+rpc getattr "$SOLO" > "$T_TMP/solo_g2.out"
+rpc read "$SOLO" 0 100 > "$T_TMP/solo_r2.out"
+up getattr "$SOLO" > "$T_TMP/solo_gu.out"
+is "$(nv solo_rm nfs_status) $(nv solo_g2 nfs_status) $(nv solo_r2 nfs_status)" \
+    "NFS3_OK $(nv solo_gu nfs_status) $(nv solo_gu nfs_status)" \
+    "gone: REMOVE of its last link through nfscached: GETATTR and READ of its handle answer as upstream ($(nv solo_gu nfs_status)) at once"
+
+# a name never looked up removed through nfscached: the same
+echo gone > "$EXPORT_DIR/links/solo2"
+up lookup "$LDIR" solo2 > "$T_TMP/solo2.out"
+SOLO2=$(nv solo2 fh)
+rpc getattr "$SOLO2" > "$T_TMP/solo2_g1.out"
+rpc remove "$LDIR" solo2 > "$T_TMP/solo2_rm.out"
+rpc getattr "$SOLO2" > "$T_TMP/solo2_g2.out"
+is "$(nv solo2_g1 nfs_status) $(nv solo2_rm nfs_status) $(nv solo2_g2 nfs_status)" \
+    "NFS3_OK NFS3_OK $(nv solo_gu nfs_status)" \
+    "gone: the same for a name nfscached never looked up (its handle known only by GETATTR)"
 done_testing

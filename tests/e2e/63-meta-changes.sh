@@ -6,7 +6,7 @@
 # READDIRPLUS pass, LOOKUPs of the names, found and missing; a second round
 # is answered from the cache: a stale answer would show); connection A then
 # makes one change, and B at once:
-#   RENAME d1/f -> d2/f2   LOOKUP d1/f NOENT (a negative entry of the cache),
+#   RENAME d1/f -> d2/f2   LOOKUP d1/f NOENT (forgotten by the cache: asked),
 #                          d2/f2 the handle f had
 #   REMOVE d1/g, RMDIR d1/sub   the name NOENT (from the cache); GETATTR
 #                          of the removed file, cached before, is the
@@ -121,15 +121,21 @@ def check_dirs(tag):
         chk.diag("%s: %s listed in %d pages, %s from the cache" % (tag, d, got["pages"],
                                                                    delta(s0, s1, "cache.readdir.hits")))
 
-def lookup_gone(tag, d, name):
-    """LOOKUP of a name a change took away: NOENT at once, from the cache."""
+def lookup_gone(tag, d, name, cached=True):
+    """LOOKUP of a name a change took away: NOENT at once, from the cache
+    (REMOVE, RMDIR); the old name of a RENAME is forgotten instead (a RENAME
+    onto another link of the same file leaves it): NOENT from the upstream."""
     s0 = st.snap()
     r = B.lookup(dirs[d], name)
     s1 = st.snap()
     chk.is_(r["nfs_status"], "NFS3ERR_NOENT", "%s: LOOKUP %s/%s on B: NFS3ERR_NOENT at once" % (tag, d, name))
     chk.is_(D.lookup(dirs[d], name)["nfs_status"], "NFS3ERR_NOENT", "%s: ... as the upstream says" % tag)
-    chk.is_("%s %s" % (delta(s0, s1, "upstream.calls.LOOKUP"), delta(s0, s1, "cache.lookup.negative_hits")),
-            "0 1", "%s: ... a negative entry of the cache (no upstream LOOKUP)" % tag)
+    if cached:
+        chk.is_("%s %s" % (delta(s0, s1, "upstream.calls.LOOKUP"), delta(s0, s1, "cache.lookup.negative_hits")),
+                "0 1", "%s: ... a negative entry of the cache (no upstream LOOKUP)" % tag)
+    else:
+        chk.is_("%s %s" % (delta(s0, s1, "upstream.calls.LOOKUP"), delta(s0, s1, "cache.lookup.negative_hits")),
+                "1 0", "%s: ... forgotten by the cache (one upstream LOOKUP)" % tag)
 
 def lookup_found(tag, d, name, fh, ftype, cached):
     """LOOKUP of a name a change made: the handle `fh`, of type `ftype`;
@@ -153,7 +159,7 @@ r = A.rename(dirs["d1"], "f", dirs["d2"], "f2")
 chk.is_(r["nfs_status"], "NFS3_OK", "rename: RENAME d1/f d2/f2 on A")
 chk.ok(os.path.exists(os.path.join(export, "d2/f2")) and not os.path.exists(os.path.join(export, "d1/f")),
        "rename: moved in the export")
-lookup_gone("rename", "d1", "f")
+lookup_gone("rename", "d1", "f", cached=False)
 r = lookup_found("rename", "d2", "f2", handles["d1/f"], "NF3REG", False)
 r = B.getattr(handles["d1/f"])
 chk.is_("%s %s %s" % (r["nfs_status"], r.get("nlink"), r.get("size")), "NFS3_OK 1 7",
@@ -262,7 +268,7 @@ chk.is_(" ".join("%s=%s" % (n, lm["fhs"].get(n)) for n in sorted(lm["names"])),
         "rename dir: B's READDIRPLUS of mv at once: the upstream's names and handles")
 chk.is_(lm["fhs"].get(".."), dirs["d2"], "rename dir: ... \"..\" is d2")
 chk.is_(B.lookup(mv, "..").get("fh"), dirs["d2"], "rename dir: B's LOOKUP of \"..\" in mv is d2")
-lookup_gone("rename dir", "d1", "mv")
+lookup_gone("rename dir", "d1", "mv", cached=False)
 lookup_found("rename dir", "d2", "mv", mv, "NF3DIR", False)
 check_dirs("rename dir")
 
@@ -277,7 +283,7 @@ chk.is_(r["nfs_status"], "NFS3_OK", "rename over: RENAME d2/f2 d1/new on A (repl
 r, w = B.getattr(over), D.getattr(over)
 chk.is_("%s %s" % (r["nfs_status"], r.get("nlink")), "%s %s" % (w["nfs_status"], w.get("nlink")),
         "rename over: GETATTR of the replaced file on B at once: as the upstream answers (%s)" % w["nfs_status"])
-lookup_gone("rename over", "d2", "f2")
+lookup_gone("rename over", "d2", "f2", cached=False)
 lookup_found("rename over", "d1", "new", handles["d1/f"], "NF3REG", False)
 check_dirs("rename over")
 

@@ -1087,8 +1087,8 @@ static void test_fs(void)
 	ok(meta_fsinfo(&f, &fio) && fio.obj_attributes.attributes_follow,
 	   "FSINFO at 3 s, attributes fresh");
 	test_now = t0 + 59.9;
-	ok(meta_fsinfo(&g, &fio) && !fio.obj_attributes.attributes_follow,
-	   "FSINFO at 59.9 s, the file's attributes stale: none");
+	ok(!meta_fsinfo(&g, &fio),
+	   "FSINFO at 59.9 s for a handle whose attributes are stale: asked upstream (it may be gone)");
 	ok(meta_pathconf(&f, &pco), "PATHCONF at 59.9 s");
 	test_now = t0 + 60;
 	ok(!meta_fsinfo(&f, &fio) && !meta_pathconf(&f, &pco), "neither at acdirmax = 60 s");
@@ -1247,6 +1247,21 @@ static void test_expire_linked(void)
 	ok(fresh_now(2), "expire_linked: nothing listed after a restart");
 }
 
+/* A reload lowering the ac* keys applies to what is cached already. */
+static void test_reload_ttl(void)
+{
+	restart();
+	record(1, file_attrs(1, T0));           /* old: trusted acregmax = 60 s */
+	record(2, dir_attrs(2, T0));
+	test_now += 10;
+	ok(fresh_now(1) && fresh_now(2), "reload: fresh at 10 s under acregmax = acdirmax = 60");
+	cfg.acregmin = cfg.acregmax = 5;         /* what conf_reload() writes in place */
+	ok(!fresh_now(1), "reload: acregmax lowered to 5 s: the file's attributes at 10 s are stale");
+	ok(fresh_now(2), "reload: the directory's (acdir*) stay fresh");
+	cfg.acdirmin = cfg.acdirmax = 0;
+	ok(!fresh_now(2), "reload: acdirmax 0: the directory's too");
+}
+
 int main(void)
 {
 	config_default();
@@ -1264,6 +1279,7 @@ int main(void)
 	test_clear_off();
 	test_bytes();
 	test_expire_linked();
+	test_reload_ttl();
 	meta_finalise();
 	is_int(stats.cache_metadata_entries, 0, "finalised: gauge 0");
 	return done();

@@ -407,12 +407,37 @@ static void test_listing_revalidate(void)
 	start();
 	readdirplus_warm();
 	uint32_t x = readdirplus();
-	const struct fake_reply *r = fake_reply_of(x);
-	is_int(r ? (long long)r->status : -1, NFS3_OK,
-	       "READDIRPLUS answered from the listing at once (the forwarded one granted READ)");
-	is_int(fake_sent(NFS3PROC_ACCESS), 0, "without an ACCESS");
-	struct fake_call *c;
+	/* the forwarded one showed the read grant; the handles need search too */
+	struct fake_call *c = fake_pending_nth(NFS3PROC_ACCESS, 0);
+	ok(c && c->cred.uid == 1000, "READDIRPLUS from the listing: one ACCESS for the search grant");
+	if (!c)
+		fake_bail_out("no ACCESS for the search grant");
+	ACCESS3res ar = fake_access3res(ACCESS3_READ | ACCESS3_LOOKUP, &dir_attrs);
+	fake_complete(c, UPSTREAM_OK, &ar);
+	const struct fake_reply *r = fake_wait_reply(x);
+	is_int(r ? (long long)r->status : -1, NFS3_OK, "then answered from the listing");
 	is_int(fake_sent(NFS3PROC_READDIRPLUS), 1, "one upstream READDIRPLUS so far");
+
+	/* bob may read the directory but not search it: no handles for him
+	 * from the listing (the upstream gives him names only) */
+	x = fake_dispatch(({
+		struct nfsd_call *bc = fake_client_call(NFS3PROC_READDIRPLUS, &bob);
+		READDIRPLUS3args *ba = bc->args;
+		ba->dir = fh3(dir_fh, sizeof(dir_fh));
+		ba->dircount = 4096;
+		ba->maxcount = 16384;
+		bc;
+	}));
+	c = fake_pending_nth(NFS3PROC_ACCESS, 0);
+	if (!c)
+		fake_bail_out("no ACCESS for bob");
+	ar = fake_access3res(ACCESS3_READ, &dir_attrs);
+	fake_complete(c, UPSTREAM_OK, &ar);
+	ok(fake_wait_pending(NFS3PROC_READDIRPLUS, 1),
+	   "read but no search granted: bob's READDIRPLUS goes upstream, not the cached handles");
+	fake_complete_status(fake_pending_nth(NFS3PROC_READDIRPLUS, 0), NFS3ERR_IO);
+	fake_wait_reply(x);
+	is_int(stats.cache_readdir_hits, 1, "no cache hit for bob");
 
 	fake_run_for(1.2);   /* the directory's TTL (acdirmax 1 s) is over */
 	x = readdirplus();
@@ -425,8 +450,8 @@ static void test_listing_revalidate(void)
 	fake_complete(c, UPSTREAM_OK, &gr);
 	r = fake_wait_reply(x);
 	is_int(r ? (long long)r->status : -1, NFS3_OK, "unchanged: answered from the listing");
-	is_int(fake_sent(NFS3PROC_READDIRPLUS), 1, "still one upstream READDIRPLUS");
-	is_int(stats.cache_readdir_hits, 2, "cache.readdir.hits 2");
+	is_int(fake_sent(NFS3PROC_READDIRPLUS), 2, "no READDIRPLUS upstream for it (the second was bob's)");
+	is_int(stats.cache_readdir_hits, 2, "cache.readdir.hits 2 (alice's)");
 
 	fake_run_for(1.2);
 	x = readdirplus();
