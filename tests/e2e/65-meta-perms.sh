@@ -29,6 +29,9 @@
 #              d (0750) warm, gets NFS3ERR_ACCES at once after root's
 #              SETATTR of d to 0700 through nfscached, and uid 1000's ACCESS
 #              of f after a SETATTR of f to 0440 is the upstream's new answer
+#   read without search  a 0704 directory: uid 1000's READDIRPLUS after
+#              root's gives the names without handles, as upstream; root's
+#              after uid 1000's gives root the handles
 #   squash     (started again with server.squash = root, d 0750 again)
 #              after uid 1000 warmed the cache, root's ACCESS of d is
 #              forwarded and is uid 65534's answer (no bits); its LOOKUP
@@ -245,6 +248,30 @@ PY
 rc=$?
 checks "$T_TMP/perms.out"
 ok $rc "the calls ran to their end" || diag "$(tail -n 8 "$T_TMP/perms.err")"
+
+# ---- read without search: a directory others may read (o+r) but not search ----------
+# the upstream lists its names to uid 1000 without handles or attributes; a
+# listing root had cached (with them) must not give them to uid 1000, and a
+# listing uid 1000 had cached (without) must not deprive root of them
+for x in rx1 rx2; do
+    mkdir "$EXPORT_DIR/$x"; echo s > "$EXPORT_DIR/$x/secret"; chmod 0704 "$EXPORT_DIR/$x"
+done
+RX1=$(fh_of rx1)
+RX2=$(fh_of rx2)
+rpc readdirplus "$RX1" > "$T_TMP/rx1_root.out"
+rpc --uid 1000 --gid 1000 readdirplus "$RX1" > "$T_TMP/rx1_u.out"
+up --uid 1000 --gid 1000 readdirplus "$RX1" > "$T_TMP/rx1_up.out"
+rv1() { val "$T_TMP/$1.out" "$2"; }
+num_ok "$(rv1 rx1_up without_fh)" -ge 1 "read without search: the upstream gives uid 1000 names without handles"
+is "$(rv1 rx1_u nfs_status) $(rv1 rx1_u entries) $(rv1 rx1_u without_fh) $(rv1 rx1_u without_attrs)" \
+    "$(rv1 rx1_up nfs_status) $(rv1 rx1_up entries) $(rv1 rx1_up without_fh) $(rv1 rx1_up without_attrs)" \
+    "read without search: uid 1000's READDIRPLUS after root's gives what the upstream gives it (no root handles)"
+rpc --uid 1000 --gid 1000 readdirplus "$RX2" > "$T_TMP/rx2_u.out"
+rpc readdirplus "$RX2" > "$T_TMP/rx2_root.out"
+up readdirplus "$RX2" > "$T_TMP/rx2_up.out"
+is "$(rv1 rx2_root nfs_status) $(rv1 rx2_root entries) $(rv1 rx2_root without_fh)" \
+    "$(rv1 rx2_up nfs_status) $(rv1 rx2_up entries) $(rv1 rx2_up without_fh)" \
+    "read without search: root's READDIRPLUS after uid 1000's gives root the handles"
 
 # ---- squash: the credential is squashed before the cache is asked ---------------------
 stop_nfscached
