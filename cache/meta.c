@@ -1251,7 +1251,10 @@ bool meta_readdirplus(const READDIRPLUS3args *a, READDIRPLUS3res *res)
 	for (size_t i = start; i < l->n; i++, k++) {
 		uint32_t s = plus_entry_size(&l->v[i], dirent_child(&l->v[i]) != NULL);
 		uint32_t ds = dir_entry_size(&l->v[i]);
-		if (used + s > a->maxcount || dir_used + ds > a->dircount)
+		/* dircount bounds the entries after the first (a hint to
+		 * servers: knfsd ignores it, ganesha gives one entry at 0);
+		 * maxcount bounds the reply */
+		if (used + s > a->maxcount || (k > 0 && dir_used + ds > a->dircount))
 			break;
 		used += s;
 		dir_used += ds;

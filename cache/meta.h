@@ -208,9 +208,10 @@ void meta_listing_plain(const nfs_fh3 *dir, uint64_t cookie, const char *verf,
 /*
  * Answer READDIRPLUS `a` from a complete listing of a fresh directory into
  * *res: true, res->status NFS3_OK (as many entries from a->cookie on as fit
- * in a->dircount bytes of names, fileids and cookies and a->maxcount bytes
- * of the whole reply, RFC 1813 XDR sizes; eof when the last one is in) or
- * NFS3ERR_TOOSMALL (not one entry fits), directory attributes included; an
+ * in a->dircount bytes of names, fileids and cookies (the first entry
+ * whatever dircount says) and a->maxcount bytes of the whole reply, RFC
+ * 1813 XDR sizes; eof when the last one is in) or NFS3ERR_TOOSMALL (not one
+ * entry fits in maxcount), directory attributes included; an
  * entry's attributes only when its node is fresh.  The entries are an
  * array (malloc'd, names and handles pointing into the cache) that
  * meta_readdirplus_free() releases.  false (nothing to free): no complete
