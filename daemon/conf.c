@@ -555,9 +555,7 @@ static int host_reaches(const char *host, const struct host_addr *listen)
 		return 0;   /* a name: not resolved here */
 	if (host_addr_wildcard(listen))
 		return host_addr_loopback(&h) || host_addr_local(&h);
-	if (host_addr_loopback(listen))
-		return h.family == listen->family && host_addr_loopback(&h);
-	return host_addr_equal(&h, listen);
+	return host_addr_equal(&h, listen);   /* 127.0.0.2 does not reach 127.0.0.1 */
 }
 
 /* Whether upstream.url (accepted by url_problem()) names nfscached's own

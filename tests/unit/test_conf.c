@@ -96,7 +96,7 @@ int main(void)
 	size_t errlen;
 	FILE *ef;
 
-	plan(53);
+	plan(54);
 	test_netaddr();
 
 	/* sizes */
@@ -230,6 +230,8 @@ int main(void)
 		  "loopback when listening on another address" },
 		{ "[server]\nlisten = 0.0.0.0:2049\n[upstream]\nurl = nfs://192.0.2.7/e\n",
 		  "another machine when listening on every address" },
+		{ "[server]\nlisten = 127.0.0.1:2049\n[upstream]\nurl = nfs://127.0.0.2/e\n",
+		  "another loopback address (its socket is not 127.0.0.1's)" },
 	};
 	for (size_t i = 0; i < sizeof(other) / sizeof(other[0]); i++) {
 		load_text(&cfg, other[i].text, &err);
