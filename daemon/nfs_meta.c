@@ -432,8 +432,9 @@ static void lookup_fixup(struct nfsd_call *call, void *res)
  * LOOKUPs in one directory within its TTL, nfscached reads the
  * directory's listing itself, as the caller, with READDIRPLUS (the names,
  * handles and attributes answer the LOOKUPs and GETATTRs that follow),
- * unless the directory is larger than PREFETCH_DIR_MAX bytes or its listing
- * is cached already.  One pass per directory at a time, none again within
+ * unless the directory is larger than PREFETCH_DIR_MAX bytes or than a
+ * quarter of cache.metadata_max can hold, or its listing is cached
+ * already.  One pass per directory at a time, none again within
  * acdirmin of the last.
  */
 #define PREFETCH_SLOTS 64                   /* directories tracked (direct-mapped) */
@@ -528,6 +529,10 @@ static void prefetch_consider(struct nfsd_call *call, const nfs_fh3 *dir, const 
 	if (!meta_on() || !c->acdirmax || !da->attributes_follow ||
 	    da->post_op_attr_u.attributes.type != NF3DIR ||
 	    da->post_op_attr_u.attributes.size > PREFETCH_DIR_MAX ||
+	    /* room: its entries (at most one per 8 bytes of directory, twice
+	     * that with their nodes) within a quarter of the cache, so that
+	     * reading it never evicts what its callers use */
+	    (da->post_op_attr_u.attributes.size / 8 + 1) * 2 > c->metadata_max / 4 ||
 	    dir->data.data_len < 1 || dir->data.data_len > NFS3_FHSIZE_MAX ||
 	    meta_listing_held(dir, true))
 		return;

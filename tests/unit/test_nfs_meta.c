@@ -54,12 +54,14 @@ static fattr3 dir_attrs, file_attrs;
 
 static int metadata_on = 1;
 static unsigned acdir = 60;
+static uint64_t metadata_max = 1000000;
 
 static void tune(struct nfsd_conf *cfg)
 {
 	cfg->cache.acregmin = cfg->cache.acregmax = 60;
 	cfg->cache.acdirmin = cfg->cache.acdirmax = acdir;
 	cfg->cache.metadata = metadata_on;
+	cfg->cache.metadata_max = metadata_max;
 }
 
 static void start(void)
@@ -556,6 +558,26 @@ static void test_prefetch(void)
 	r = fake_reply_of(x);
 	ok(r && r->status == NFS3_OK && r->attrs.size == 20, "and its GETATTR too");
 	stop();
+
+	/* a cache too small for the directory (a 4096-byte directory may hold
+	 * 512 names, and their nodes): names looked up one by one stay so */
+	static uint8_t dir3_fh[sizeof(dir_fh)] = { 0xd3, 0x01, 0x02, 0x03 };
+	lookup_dir = dir3_fh;
+	metadata_max = 4000;
+	start();
+	for (int i = 0; i < 3; i++) {
+		x = lookup(i ? "f" : "nothere", &alice);
+		lr = i ? lookup3res(NFS3_OK, file_fh, sizeof(file_fh), &file_attrs, &dir_attrs) :
+			 lookup3res(NFS3ERR_NOENT, NULL, 0, NULL, &dir_attrs);
+		c = fake_pending_nth(NFS3PROC_LOOKUP, 0);
+		if (c)
+			fake_complete(c, UPSTREAM_OK, &lr);
+		fake_wait_reply(x);
+	}
+	is_int(fake_sent(NFS3PROC_READDIRPLUS), 0,
+	       "cache.metadata_max 4000: a directory that could fill a quarter of it is not read");
+	stop();
+	metadata_max = 1000000;
 	lookup_dir = dir_fh;
 }
 
