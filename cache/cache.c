@@ -24,6 +24,7 @@
 #include "cache/cache_int.h"
 #include "cache/index.h"
 #include "cache/worker.h"
+#include "common/hash.h"
 #include "common/log.h"
 #include "common/stats.h"
 #include "common/xalloc.h"
@@ -45,11 +46,7 @@ uint64_t cache_seq(void)
 
 static uint32_t fh_hash(const uint8_t *fh, uint32_t len)
 {
-	uint32_t h = 2166136261u;
-
-	for (uint32_t i = 0; i < len; i++)
-		h = (h ^ fh[i]) * 16777619u;
-	return h;
+	return hash_fnv1a32(HASH_FNV32_OFFSET, fh, len);
 }
 
 int64_t ns_of(const nfstime3 *t)

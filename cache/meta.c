@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "cache/meta.h"
+#include "common/hash.h"
 #include "common/list.h"
 #include "common/stats.h"
 #include "common/xalloc.h"
@@ -224,29 +225,18 @@ static uint32_t round4(uint32_t n)
 	return (n + 3) & ~3u;
 }
 
-static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
-{
-	const uint8_t *b = p;
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ b[i]) * UINT64_C(1099511628211);
-	return h;
-}
-
-#define FNV_OFFSET UINT64_C(14695981039346656037)
-
 static uint32_t fh_hash(const uint8_t *fh, uint32_t len)
 {
-	uint64_t h = fnv1a(FNV_OFFSET, fh, len);
+	uint64_t h = hash_fnv1a64(HASH_FNV64_OFFSET, fh, len);
 	return (uint32_t)(h ^ (h >> 32));
 }
 
 static uint32_t name_hash(const struct meta_node *dir, const char *name)
 {
 	uintptr_t d = (uintptr_t)dir;
-	uint64_t h = fnv1a(FNV_OFFSET, &d, sizeof(d));
+	uint64_t h = hash_fnv1a64(HASH_FNV64_OFFSET, &d, sizeof(d));
 
-	h = fnv1a(h, name, strlen(name));
+	h = hash_fnv1a64(h, name, strlen(name));
 	return (uint32_t)(h ^ (h >> 32));
 }
 

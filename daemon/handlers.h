@@ -77,7 +77,7 @@ void nfsd_proc_fs(struct nfsd_call *call);
 void nfsd_proc_mnt(struct nfsd_call *call);
 void nfsd_proc_export(struct nfsd_call *call);
 
-/* CREATE, MKDIR, SYMLINK, MKNOD, RMDIR, RENAME, LINK (nfs_meta.c):
+/* CREATE, MKDIR, SYMLINK, MKNOD, RMDIR, RENAME, LINK (nfs_names.c):
  * forwarded; the directory's names are edited from the result at once
  * (CREATE also makes a new regular file's cache object). */
 void nfsd_proc_made(struct nfsd_call *call);

@@ -146,12 +146,12 @@ void nfsd_attrs_snoop(struct nfsd_call *call, void *res);
  * nfsd_call_state_free). */
 void nfsd_meta_op_free(struct nfsd_meta_op *m);
 
-/* nfs_meta.c: `name` left directory `dir` through a REMOVE or RMDIR of ours
+/* nfs_names.c: `name` left directory `dir` through a REMOVE or RMDIR of ours
  * answered `status` with `wcc`: the namespace cache learns it at once. */
 void nfsd_meta_unlinked(struct nfsd_call *call, const nfs_fh3 *dir, const char *name,
 			nfsstat3 status, wcc_data *wcc);
 
-/* nfs_meta.c: before a call takes `name` away from `dir` (REMOVE, RMDIR, a
+/* nfs_names.c: before a call takes `name` away from `dir` (REMOVE, RMDIR, a
  * RENAME over it), learn which object it names when the namespace cache
  * does not know (one LOOKUP as the caller), so that the object's
  * attributes and, for its last link, cached data stop being trusted once

@@ -3,10 +3,9 @@
  * learns from: GETATTR, LOOKUP, ACCESS, READLINK, READDIR, READDIRPLUS,
  * FSSTAT, FSINFO, PATHCONF, NULL and MOUNT's NULL, MNT and EXPORT are
  * answered locally while what the upstream said is fresh, and forwarded
- * otherwise with their answer recorded; the procedures that change a
- * directory (CREATE, MKDIR, SYMLINK, MKNOD, REMOVE, RMDIR, RENAME, LINK)
- * edit its names from their wcc data at once, so every client of this
- * nfscached sees the change (DESIGN.md "Namespace cache").
+ * otherwise with their answer recorded (DESIGN.md "Namespace cache");
+ * nfs_names.c keeps a directory's names right after the changes made
+ * through nfscached.
  *
  * Permissions are the upstream's: a name is given from the cache only to a
  * credential the upstream granted ACCESS3_LOOKUP on the directory, a listing
@@ -25,6 +24,7 @@
 
 #include "cache/cache.h"
 #include "cache/meta.h"
+#include "common/hash.h"
 #include "common/log.h"
 #include "common/macros.h"
 #include "common/stats.h"
@@ -32,6 +32,7 @@
 #include "daemon/call.h"
 #include "daemon/handlers.h"
 #include "daemon/nfs_common.h"
+#include "daemon/nfs_meta.h"
 #include "daemon/nfsd.h"
 
 /* What an ACCESS asks when nfscached asks on a caller's behalf: every bit,
@@ -39,29 +40,8 @@
 #define ACCESS3_ALL (ACCESS3_READ | ACCESS3_LOOKUP | ACCESS3_MODIFY | ACCESS3_EXTEND | \
 		     ACCESS3_DELETE | ACCESS3_EXECUTE)
 
-/* A handler's namespace-cache state for its call (nfsd_call_state()->meta). */
-struct nfsd_meta_op {
-	struct nfsd_call *call;
-	struct meta_waiter waiter;      /* GETATTR: waiting for the one in flight */
-	bool joined;                    /* waited once already: forward next */
-	bool getattr_begun;             /* this call's GETATTR is the node's one in flight */
-	bool access_asked;              /* our own ACCESS went: forward next */
-	bool revalidated;               /* a directory's GETATTR went (or was waited for) */
-	void (*retry)(struct nfsd_call *call);   /* after our own ACCESS or GETATTR */
-	GETATTR3args getattr;           /* our own GETATTR of a directory */
-	uint64_t getattr_mseq;          /* meta_seq() when it was sent */
-	LOOKUP3args lookup;             /* our own LOOKUP of a name about to go */
-	uint64_t lookup_mseq;
-	uint8_t found[NFS3_FHSIZE_MAX]; /* ... the handle it found */
-	uint32_t found_len;             /* 0: none */
-	uint32_t found_nlink;           /* its link count then; 0 = unknown */
-	struct nfsd_access access;      /* our own ACCESS of the directory */
-	uint64_t access_mseq;           /* meta_seq() when it was sent */
-	uint8_t fh[NFS3_FHSIZE_MAX];    /* the GETATTR's handle (until meta_getattr_end) */
-	uint32_t fh_len;
-};
 
-static struct nfsd_meta_op *meta_op(struct nfsd_call *call)
+struct nfsd_meta_op *nfsd_meta_op_of(struct nfsd_call *call)
 {
 	struct nfsd_call_state *hs = nfsd_call_state(call);
 
@@ -72,7 +52,7 @@ static struct nfsd_meta_op *meta_op(struct nfsd_call *call)
 	return hs->meta;
 }
 
-static uint64_t call_mseq(struct nfsd_call *call)
+uint64_t nfsd_meta_mseq(struct nfsd_call *call)
 {
 	return nfsd_call_state(call)->mseq;
 }
@@ -86,7 +66,7 @@ static void patch(const nfs_fh3 *fh, fattr3 *a)
 		cache_patch_attrs(o, a);
 }
 
-static void record_post_op(const nfs_fh3 *fh, const post_op_attr *pa, uint64_t mseq)
+void nfsd_meta_record(const nfs_fh3 *fh, const post_op_attr *pa, uint64_t mseq)
 {
 	if (pa->attributes_follow)
 		meta_attrs_record(fh, &pa->post_op_attr_u.attributes, mseq);
@@ -125,7 +105,7 @@ static void own_access_done(void *priv, enum upstream_status st, void *res)
 	const nfs_fh3 *fh = &m->access.args.object;
 
 	if (st == UPSTREAM_OK && r->status == NFS3_OK) {
-		record_post_op(fh, &r->ACCESS3res_u.resok.obj_attributes, m->access_mseq);
+		nfsd_meta_record(fh, &r->ACCESS3res_u.resok.obj_attributes, m->access_mseq);
 		meta_access_record(fh, &m->call->cred, m->access.args.access,
 				   r->ACCESS3res_u.resok.access, m->access_mseq);
 	}
@@ -137,7 +117,7 @@ static void own_access_done(void *priv, enum upstream_status st, void *res)
 static void ask_access(struct nfsd_call *call, const nfs_fh3 *dir,
 		       void (*retry)(struct nfsd_call *call))
 {
-	struct nfsd_meta_op *m = meta_op(call);
+	struct nfsd_meta_op *m = nfsd_meta_op_of(call);
 
 	m->access_asked = true;
 	m->retry = retry;
@@ -153,7 +133,7 @@ static int granted(struct nfsd_call *call, const nfs_fh3 *dir, uint32_t bit)
 
 	if (meta_access_get(dir, &call->cred, bit, &g))
 		return (g & bit) != 0;
-	return meta_op(call)->access_asked ? 0 : -1;
+	return nfsd_meta_op_of(call)->access_asked ? 0 : -1;
 }
 
 /*
@@ -167,7 +147,7 @@ static int granted(struct nfsd_call *call, const nfs_fh3 *dir, uint32_t bit)
  */
 static void granted_by_answer(struct nfsd_call *call, const nfs_fh3 *dir, uint32_t bit)
 {
-	meta_access_record(dir, &call->cred, bit, bit, call_mseq(call));
+	meta_access_record(dir, &call->cred, bit, bit, nfsd_meta_mseq(call));
 }
 
 /* ---- one GETATTR renews a directory's listing --------------------------- */
@@ -201,7 +181,7 @@ static void dir_wake(struct meta_waiter *w)
 static void revalidate_dir(struct nfsd_call *call, const nfs_fh3 *dir,
 			   void (*retry)(struct nfsd_call *call))
 {
-	struct nfsd_meta_op *m = meta_op(call);
+	struct nfsd_meta_op *m = nfsd_meta_op_of(call);
 
 	m->revalidated = true;
 	m->retry = retry;
@@ -217,97 +197,6 @@ static void revalidate_dir(struct nfsd_call *call, const nfs_fh3 *dir,
 	m->getattr_mseq = meta_seq();
 	upstream_call(nfsd.upstream, proc_nfs3(NFS3PROC_GETATTR), &m->getattr, &call->cred,
 		      dir_getattr_done, m);
-}
-
-/* A handle copied out of the cache before it is edited. */
-struct fh_copy {
-	nfs_fh3 fh;
-	uint8_t data[NFS3_FHSIZE_MAX];
-	bool known;
-};
-
-static void fh_copy_of(struct fh_copy *c, const nfs_fh3 *dir, const char *name)
-{
-	nfs_fh3 fh;
-
-	c->known = meta_name_handle(dir, name, &fh) && fh.data.data_len <= sizeof(c->data);
-	if (c->known) {
-		memcpy(c->data, fh.data.data_val, fh.data.data_len);
-		c->fh.data.data_len = fh.data.data_len;
-		c->fh.data.data_val = (char *)c->data;
-	}
-}
-
-/* ---- a name about to go: which object it names ------------------------ */
-
-static void lookup_first_done(void *priv, enum upstream_status st, void *res)
-{
-	struct nfsd_meta_op *m = priv;
-	const LOOKUP3res *r = res;
-
-	if (st == UPSTREAM_OK && r->status == NFS3_OK) {
-		const LOOKUP3resok *ok = &r->LOOKUP3res_u.resok;
-		if (ok->object.data.data_len <= sizeof(m->found)) {
-			m->found_len = ok->object.data.data_len;
-			memcpy(m->found, ok->object.data.data_val, m->found_len);
-			if (ok->obj_attributes.attributes_follow)
-				m->found_nlink = ok->obj_attributes.post_op_attr_u.attributes.nlink;
-		}
-	}
-	m->retry(m->call);
-}
-
-void nfsd_meta_lookup_first(struct nfsd_call *call, const nfs_fh3 *dir, const char *name,
-			    void (*then)(struct nfsd_call *call))
-{
-	nfs_fh3 fh;
-
-	if (!meta_on() || meta_name_handle(dir, name, &fh)) {
-		then(call);
-		return;
-	}
-	struct nfsd_meta_op *m = meta_op(call);
-	m->retry = then;
-	m->lookup.what.dir = *dir;              /* the call's arguments: live until it is freed */
-	m->lookup.what.name = (char *)name;
-	m->lookup_mseq = meta_seq();
-	upstream_call(nfsd.upstream, proc_nfs3(NFS3PROC_LOOKUP), &m->lookup, &call->cred,
-		      lookup_first_done, m);
-}
-
-/* The handle `name` in `dir` named before the call changed it: the cache's,
- * or the one nfsd_meta_lookup_first() found; *nlink its link count when
- * known (else 0). */
-static bool gone_handle(struct nfsd_call *call, const nfs_fh3 *dir, const char *name,
-			struct fh_copy *c, uint32_t *nlink)
-{
-	struct nfsd_meta_op *m = call->hstate ? call->hstate->meta : NULL;
-
-	*nlink = 0;
-	fh_copy_of(c, dir, name);
-	if (!c->known && m && m->found_len) {
-		memcpy(c->data, m->found, m->found_len);
-		c->fh.data.data_len = m->found_len;
-		c->fh.data.data_val = (char *)c->data;
-		c->known = true;
-		*nlink = m->found_nlink;
-	}
-	return c->known;
-}
-
-/* The object `fh` lost a link through us: its attributes are no longer
- * trusted, and when that was its last link (`nlink`, 0 = unknown: the data
- * cache's attributes say) its clean cached data goes — a READ of it gets
- * the upstream's NFS3ERR_STALE. */
-static void lost_link(const nfs_fh3 *fh, uint32_t nlink)
-{
-	struct cache_object *o = nfsd_cache_object(fh);
-
-	meta_attrs_expire(fh);
-	if (!nlink && o && o->have_attrs)
-		nlink = o->attrs.nlink;
-	if (o && nlink == 1 && !cache_has_uncommitted(o))
-		cache_invalidate(o, "its last link removed through nfscached");
 }
 
 /* ---- NULL --------------------------------------------------------------- */
@@ -333,7 +222,7 @@ static void getattr_fixup(struct nfsd_call *call, void *res)
 	struct nfsd_meta_op *m = nfsd_call_state(call)->meta;
 
 	if (r->status == NFS3_OK)
-		meta_attrs_record(&a->object, &r->GETATTR3res_u.resok.obj_attributes, call_mseq(call));
+		meta_attrs_record(&a->object, &r->GETATTR3res_u.resok.obj_attributes, nfsd_meta_mseq(call));
 	nfsd_attrs_snoop(call, res);
 	if (m && m->getattr_begun) {
 		m->getattr_begun = false;
@@ -370,7 +259,7 @@ static void getattr_try(struct nfsd_call *call)
 		call_reply(call, &res);
 		return;
 	}
-	struct nfsd_meta_op *m = meta_op(call);
+	struct nfsd_meta_op *m = nfsd_meta_op_of(call);
 	if (!m->joined) {
 		/* one GETATTR per object at a time: the others wait for it */
 		m->joined = true;
@@ -400,17 +289,17 @@ static void lookup_fixup(struct nfsd_call *call, void *res)
 {
 	LOOKUP3res *r = res;
 	LOOKUP3args *a = call->args;
-	uint64_t mseq = call_mseq(call);
+	uint64_t mseq = nfsd_meta_mseq(call);
 
 	if (r->status == NFS3_OK) {
 		LOOKUP3resok *ok = &r->LOOKUP3res_u.resok;
-		record_post_op(&a->what.dir, &ok->dir_attributes, mseq);
+		nfsd_meta_record(&a->what.dir, &ok->dir_attributes, mseq);
 		granted_by_answer(call, &a->what.dir, ACCESS3_LOOKUP);
 		meta_name_add(&a->what.dir, a->what.name, &ok->object,
 			      ok->obj_attributes.attributes_follow ?
 			      &ok->obj_attributes.post_op_attr_u.attributes : NULL, mseq);
 	} else {
-		record_post_op(&a->what.dir, &r->LOOKUP3res_u.resfail.dir_attributes, mseq);
+		nfsd_meta_record(&a->what.dir, &r->LOOKUP3res_u.resfail.dir_attributes, mseq);
 		if (r->status == NFS3ERR_NOENT) {
 			granted_by_answer(call, &a->what.dir, ACCESS3_LOOKUP);
 			meta_name_negative(&a->what.dir, a->what.name, mseq);
@@ -466,10 +355,7 @@ static struct prefetch_slot prefetch_slots[PREFETCH_SLOTS];
 
 static struct prefetch_slot *prefetch_slot(const nfs_fh3 *dir)
 {
-	uint32_t h = 2166136261u;
-
-	for (uint32_t i = 0; i < dir->data.data_len; i++)
-		h = (h ^ (uint8_t)dir->data.data_val[i]) * 16777619u;
+	uint32_t h = hash_fnv1a32(HASH_FNV32_OFFSET, dir->data.data_val, dir->data.data_len);
 	struct prefetch_slot *s = &prefetch_slots[h % PREFETCH_SLOTS];
 	if (s->fh_len == dir->data.data_len && memcmp(s->fh, dir->data.data_val, s->fh_len) == 0)
 		return s;
@@ -491,7 +377,7 @@ static void prefetch_done(void *priv, enum upstream_status st, void *res)
 
 	if (st == UPSTREAM_OK && r->status == NFS3_OK && meta_on()) {
 		READDIRPLUS3resok *ok = &r->READDIRPLUS3res_u.resok;
-		record_post_op(&p->args.dir, &ok->dir_attributes, p->mseq);
+		nfsd_meta_record(&p->args.dir, &ok->dir_attributes, p->mseq);
 		meta_access_record(&p->args.dir, &p->cred, ACCESS3_READ, ACCESS3_READ, p->mseq);
 		meta_listing_plus(&p->args.dir, p->args.cookie, p->args.cookieverf, ok, p->mseq);
 		const entryplus3 *last = NULL;
@@ -612,14 +498,14 @@ static void access_fixup(struct nfsd_call *call, void *res)
 {
 	ACCESS3res *r = res;
 	ACCESS3args *a = call->args;
-	uint64_t mseq = call_mseq(call);
+	uint64_t mseq = nfsd_meta_mseq(call);
 
 	if (r->status == NFS3_OK) {
-		record_post_op(&a->object, &r->ACCESS3res_u.resok.obj_attributes, mseq);
+		nfsd_meta_record(&a->object, &r->ACCESS3res_u.resok.obj_attributes, mseq);
 		meta_access_record(&a->object, &call->cred, a->access, r->ACCESS3res_u.resok.access,
 				   mseq);
 	} else {
-		record_post_op(&a->object, &r->ACCESS3res_u.resfail.obj_attributes, mseq);
+		nfsd_meta_record(&a->object, &r->ACCESS3res_u.resfail.obj_attributes, mseq);
 	}
 	nfsd_attrs_snoop(call, res);
 }
@@ -655,10 +541,10 @@ static void readlink_fixup(struct nfsd_call *call, void *res)
 {
 	READLINK3res *r = res;
 	READLINK3args *a = call->args;
-	uint64_t mseq = call_mseq(call);
+	uint64_t mseq = nfsd_meta_mseq(call);
 
 	if (r->status == NFS3_OK) {
-		record_post_op(&a->symlink, &r->READLINK3res_u.resok.symlink_attributes, mseq);
+		nfsd_meta_record(&a->symlink, &r->READLINK3res_u.resok.symlink_attributes, mseq);
 		meta_readlink_record(&a->symlink, r->READLINK3res_u.resok.data, mseq);
 		if (r->READLINK3res_u.resok.symlink_attributes.attributes_follow)
 			patch(&a->symlink, &r->READLINK3res_u.resok.symlink_attributes.post_op_attr_u.attributes);
@@ -688,18 +574,18 @@ void nfsd_proc_readlink(struct nfsd_call *call)
 
 static void readdir_fixup(struct nfsd_call *call, void *res)
 {
-	uint64_t mseq = call_mseq(call);
+	uint64_t mseq = nfsd_meta_mseq(call);
 
 	if (call->desc->proc == NFS3PROC_READDIR) {
 		READDIR3res *r = res;
 		READDIR3args *a = call->args;
 		if (r->status == NFS3_OK) {
 			READDIR3resok *ok = &r->READDIR3res_u.resok;
-			record_post_op(&a->dir, &ok->dir_attributes, mseq);
+			nfsd_meta_record(&a->dir, &ok->dir_attributes, mseq);
 			granted_by_answer(call, &a->dir, ACCESS3_READ);
 			meta_listing_plain(&a->dir, a->cookie, a->cookieverf, ok, mseq);
 		} else {
-			record_post_op(&a->dir, &r->READDIR3res_u.resfail.dir_attributes, mseq);
+			nfsd_meta_record(&a->dir, &r->READDIR3res_u.resfail.dir_attributes, mseq);
 		}
 		return;
 	}
@@ -707,11 +593,11 @@ static void readdir_fixup(struct nfsd_call *call, void *res)
 	READDIRPLUS3args *a = call->args;
 	if (r->status == NFS3_OK) {
 		READDIRPLUS3resok *ok = &r->READDIRPLUS3res_u.resok;
-		record_post_op(&a->dir, &ok->dir_attributes, mseq);
+		nfsd_meta_record(&a->dir, &ok->dir_attributes, mseq);
 		granted_by_answer(call, &a->dir, ACCESS3_READ);
 		meta_listing_plus(&a->dir, a->cookie, a->cookieverf, ok, mseq);
 	} else {
-		record_post_op(&a->dir, &r->READDIRPLUS3res_u.resfail.dir_attributes, mseq);
+		nfsd_meta_record(&a->dir, &r->READDIRPLUS3res_u.resfail.dir_attributes, mseq);
 	}
 	nfsd_readdirplus_snoop(call, res);   /* the data cache's coherency; patches */
 }
@@ -774,7 +660,7 @@ static void readdir_try(struct nfsd_call *call)
 	const nfs_fh3 *dir = call->desc->proc == NFS3PROC_READDIR ?
 			     &((READDIR3args *)call->args)->dir : &((READDIRPLUS3args *)call->args)->dir;
 	fattr3 attrs;
-	if (!meta_op(call)->revalidated && nfsd.cfg.cache.acdirmax &&
+	if (!nfsd_meta_op_of(call)->revalidated && nfsd.cfg.cache.acdirmax &&
 	    meta_listing_held(dir, call->desc->proc == NFS3PROC_READDIRPLUS) &&
 	    !meta_attrs_get(dir, &attrs)) {
 		revalidate_dir(call, dir, readdir_try);
@@ -811,14 +697,14 @@ static uint32_t clamp(uint32_t v, uint32_t max)
 static void fs_fixup(struct nfsd_call *call, void *res)
 {
 	const nfs_fh3 *fh = call->args;   /* FSSTAT3args, FSINFO3args, PATHCONF3args: the handle */
-	uint64_t mseq = call_mseq(call);
+	uint64_t mseq = nfsd_meta_mseq(call);
 
 	switch (call->desc->proc) {
 	case NFS3PROC_FSSTAT: {
 		FSSTAT3res *r = res;
 		if (r->status != NFS3_OK)
 			break;
-		record_post_op(fh, &r->FSSTAT3res_u.resok.obj_attributes, mseq);
+		nfsd_meta_record(fh, &r->FSSTAT3res_u.resok.obj_attributes, mseq);
 		meta_fsstat_record(fh, &r->FSSTAT3res_u.resok, mseq);
 		break;
 	}
@@ -832,7 +718,7 @@ static void fs_fixup(struct nfsd_call *call, void *res)
 		ok->wtmax = clamp(ok->wtmax, nfsd.max_payload);
 		ok->wtpref = clamp(ok->wtpref, ok->wtmax);
 		ok->dtpref = clamp(ok->dtpref, nfsd.max_payload);
-		record_post_op(fh, &ok->obj_attributes, mseq);
+		nfsd_meta_record(fh, &ok->obj_attributes, mseq);
 		meta_fsinfo_record(fh, ok, mseq);
 		break;
 	}
@@ -840,7 +726,7 @@ static void fs_fixup(struct nfsd_call *call, void *res)
 		PATHCONF3res *r = res;
 		if (r->status != NFS3_OK)
 			break;
-		record_post_op(fh, &r->PATHCONF3res_u.resok.obj_attributes, mseq);
+		nfsd_meta_record(fh, &r->PATHCONF3res_u.resok.obj_attributes, mseq);
 		meta_pathconf_record(fh, &r->PATHCONF3res_u.resok, mseq);
 		break;
 	}
@@ -885,214 +771,6 @@ void nfsd_proc_fs(struct nfsd_call *call)
 	}
 	if (!hit)
 		nfsd_forward_with(call, fs_fixup);
-}
-
-/* ---- changes of a directory: CREATE, MKDIR, SYMLINK, MKNOD ------------------ */
-
-/* The parts of a CREATE, MKDIR, SYMLINK or MKNOD call and result that name
- * what was made (RFC 1813 §3.3.8–11: one layout for the four). */
-struct made {
-	const diropargs3 *where;
-	nfsstat3 status;
-	post_op_fh3 *obj;               /* NULL unless NFS3_OK */
-	post_op_attr *obj_attributes;
-	wcc_data *dir_wcc;
-};
-
-#define MADE(args_t, res_t, ok_m, fail_m) do { \
-		res_t *r = res; \
-		m.where = &((args_t *)call->args)->where; \
-		m.status = r->status; \
-		if (r->status == NFS3_OK) { \
-			m.obj = &r->ok_m.obj; \
-			m.obj_attributes = &r->ok_m.obj_attributes; \
-			m.dir_wcc = &r->ok_m.dir_wcc; \
-		} else { \
-			m.dir_wcc = &r->fail_m.dir_wcc; \
-		} \
-	} while (0)
-
-static void made_fixup(struct nfsd_call *call, void *res)
-{
-	struct made m = { 0 };
-
-	switch (call->desc->proc) {
-	case NFS3PROC_CREATE:
-		MADE(CREATE3args, CREATE3res, CREATE3res_u.resok, CREATE3res_u.resfail);
-		break;
-	case NFS3PROC_MKDIR:
-		MADE(MKDIR3args, MKDIR3res, MKDIR3res_u.resok, MKDIR3res_u.resfail);
-		break;
-	case NFS3PROC_SYMLINK:
-		MADE(SYMLINK3args, SYMLINK3res, SYMLINK3res_u.resok, SYMLINK3res_u.resfail);
-		break;
-	case NFS3PROC_MKNOD:
-		MADE(MKNOD3args, MKNOD3res, MKNOD3res_u.resok, MKNOD3res_u.resfail);
-		break;
-	default:
-		return;
-	}
-	const nfs_fh3 *dir = &m.where->dir;
-	if (m.status != NFS3_OK) {
-		/* nothing made; the name may exist after all (NFS3ERR_EXIST) */
-		record_post_op(dir, &m.dir_wcc->after, call_mseq(call));
-		meta_name_forget(dir, m.where->name);
-	} else {
-		meta_changed(dir, m.dir_wcc);
-		if (m.obj->handle_follows) {
-			const nfs_fh3 *fh = &m.obj->post_op_fh3_u.handle;
-			meta_name_add(dir, m.where->name, fh,
-				      m.obj_attributes->attributes_follow ?
-				      &m.obj_attributes->post_op_attr_u.attributes : NULL, meta_seq());
-			if (call->desc->proc == NFS3PROC_SYMLINK)
-				meta_readlink_record(fh, ((SYMLINK3args *)call->args)->symlink.symlink_data,
-						     meta_seq());
-		} else {
-			meta_name_forget(dir, m.where->name);
-		}
-	}
-	if (call->desc->proc == NFS3PROC_CREATE)
-		nfsd_attrs_snoop(call, res);   /* the data cache's new file */
-}
-#undef MADE
-
-void nfsd_proc_made(struct nfsd_call *call)
-{
-	nfsd_forward_with(call, made_fixup);
-}
-
-/* ---- REMOVE, RMDIR, RENAME, LINK ------------------------------------------- */
-
-/* `name` went from `dir` through us (REMOVE, RMDIR): wcc `wcc` of the
- * call's result, status `status`.  The object it named has a new link
- * count and ctime: its attributes are no longer trusted. */
-void nfsd_meta_unlinked(struct nfsd_call *call, const nfs_fh3 *dir, const char *name,
-			nfsstat3 status, wcc_data *wcc)
-{
-	struct fh_copy gone;
-	uint32_t nlink;
-
-	gone_handle(call, dir, name, &gone, &nlink);
-	if (status == NFS3_OK) {
-		meta_changed(dir, wcc);
-		meta_name_negative(dir, name, meta_seq());
-		if (gone.known)
-			lost_link(&gone.fh, nlink);
-		else
-			meta_expire_linked();   /* whichever file it was lost a link */
-	} else {
-		record_post_op(dir, &wcc->after, call_mseq(call));
-		meta_name_forget(dir, name);
-	}
-}
-
-static void rmdir_fixup(struct nfsd_call *call, void *res)
-{
-	RMDIR3res *r = res;
-	RMDIR3args *a = call->args;
-
-	nfsd_meta_unlinked(call, &a->object.dir, a->object.name, r->status,
-			   r->status == NFS3_OK ? &r->RMDIR3res_u.resok.dir_wcc :
-			   &r->RMDIR3res_u.resfail.dir_wcc);
-}
-
-static void rmdir_send(struct nfsd_call *call)
-{
-	nfsd_forward_with(call, rmdir_fixup);
-}
-
-void nfsd_proc_rmdir(struct nfsd_call *call)
-{
-	RMDIR3args *a = call->args;
-
-	nfsd_meta_lookup_first(call, &a->object.dir, a->object.name, rmdir_send);
-}
-
-static bool fh_equal(const nfs_fh3 *a, const nfs_fh3 *b)
-{
-	return a->data.data_len == b->data.data_len &&
-	       memcmp(a->data.data_val, b->data.data_val, a->data.data_len) == 0;
-}
-
-static void rename_fixup(struct nfsd_call *call, void *res)
-{
-	RENAME3res *r = res;
-	RENAME3args *a = call->args;
-	struct fh_copy moved, replaced;
-	wcc_data *from_wcc = r->status == NFS3_OK ? &r->RENAME3res_u.resok.fromdir_wcc :
-			     &r->RENAME3res_u.resfail.fromdir_wcc;
-	wcc_data *to_wcc = r->status == NFS3_OK ? &r->RENAME3res_u.resok.todir_wcc :
-			   &r->RENAME3res_u.resfail.todir_wcc;
-	bool same_dir = fh_equal(&a->from.dir, &a->to.dir);
-
-	uint32_t replaced_nlink;
-
-	fh_copy_of(&moved, &a->from.dir, a->from.name);
-	gone_handle(call, &a->to.dir, a->to.name, &replaced, &replaced_nlink);
-	if (r->status != NFS3_OK) {
-		record_post_op(&a->from.dir, &from_wcc->after, call_mseq(call));
-		if (!same_dir)
-			record_post_op(&a->to.dir, &to_wcc->after, call_mseq(call));
-		meta_name_forget(&a->from.dir, a->from.name);
-		meta_name_forget(&a->to.dir, a->to.name);
-		return;
-	}
-	meta_changed(&a->from.dir, from_wcc);
-	if (!same_dir)
-		meta_changed(&a->to.dir, to_wcc);
-	/* forgotten, not negative: a RENAME onto another link of the same
-	 * file leaves both names (POSIX rename(2)) */
-	meta_name_forget(&a->from.dir, a->from.name);
-	if (moved.known) {
-		meta_name_add(&a->to.dir, a->to.name, &moved.fh, NULL, meta_seq());
-		meta_attrs_expire(&moved.fh);   /* its ctime (and a directory's "..") changed */
-	} else {
-		meta_name_forget(&a->to.dir, a->to.name);
-	}
-	if (replaced.known && !(moved.known && fh_equal(&moved.fh, &replaced.fh)))
-		lost_link(&replaced.fh, replaced_nlink);   /* one link fewer */
-	else if (!replaced.known)
-		meta_expire_linked();   /* a name we did not know may have been replaced */
-}
-
-static void rename_send(struct nfsd_call *call)
-{
-	nfsd_forward_with(call, rename_fixup);
-}
-
-void nfsd_proc_rename(struct nfsd_call *call)
-{
-	RENAME3args *a = call->args;
-
-	nfsd_meta_lookup_first(call, &a->to.dir, a->to.name, rename_send);
-}
-
-static void link_fixup(struct nfsd_call *call, void *res)
-{
-	LINK3res *r = res;
-	LINK3args *a = call->args;
-
-	if (r->status != NFS3_OK) {
-		record_post_op(&a->link.dir, &r->LINK3res_u.resfail.linkdir_wcc.after, call_mseq(call));
-		record_post_op(&a->file, &r->LINK3res_u.resfail.file_attributes, call_mseq(call));
-		meta_name_forget(&a->link.dir, a->link.name);
-		return;
-	}
-	LINK3resok *ok = &r->LINK3res_u.resok;
-	meta_changed(&a->link.dir, &ok->linkdir_wcc);
-	if (ok->file_attributes.attributes_follow)
-		meta_name_add(&a->link.dir, a->link.name, &a->file,
-			      &ok->file_attributes.post_op_attr_u.attributes, meta_seq());
-	else {
-		meta_name_add(&a->link.dir, a->link.name, &a->file, NULL, meta_seq());
-		meta_attrs_expire(&a->file);
-	}
-	nfsd_post_op_snoop(call, &a->file, &ok->file_attributes);
-}
-
-void nfsd_proc_link(struct nfsd_call *call)
-{
-	nfsd_forward_with(call, link_fixup);
 }
 
 /* ---- MOUNT (RFC 1813 §5.2) -------------------------------------------------- */

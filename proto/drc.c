@@ -7,8 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/drc.h"
+#include "common/hash.h"
 #include "common/xalloc.h"
+#include "proto/drc.h"
 
 struct drc {
 	struct drc_entry **buckets;
@@ -49,27 +50,15 @@ void drc_free(struct drc *drc)
 	free(drc);
 }
 
-/* FNV-1a: cheap and good enough to tell two different argument lists apart. */
-static uint32_t fnv1a(uint32_t h, const void *data, size_t len)
-{
-	const uint8_t *p = data;
-
-	for (size_t i = 0; i < len; i++) {
-		h ^= p[i];
-		h *= 16777619u;
-	}
-	return h;
-}
-
 uint32_t drc_checksum(const uint8_t *args, size_t len)
 {
-	return fnv1a(2166136261u, args, len < 256 ? len : 256);
+	return hash_fnv1a32(HASH_FNV32_OFFSET, args, len < 256 ? len : 256);
 }
 
 static size_t key_bucket(const struct drc *drc, const struct drc_key *k)
 {
-	uint32_t h = fnv1a(2166136261u, &k->xid, sizeof(k->xid));
-	h = fnv1a(h, k->addr, sizeof(k->addr));
+	uint32_t h = hash_fnv1a32(HASH_FNV32_OFFSET, &k->xid, sizeof(k->xid));
+	h = hash_fnv1a32(h, k->addr, sizeof(k->addr));
 	return h & (drc->nbuckets - 1);
 }
 
