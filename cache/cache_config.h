@@ -13,6 +13,12 @@
 /* cache.write_mode */
 enum write_mode { WRITE_MODE_WRITEBACK = 0, WRITE_MODE_WRITETHROUGH = 1 };
 
+/* cache.commit: when a client's COMMIT is answered OK */
+enum commit_mode {
+	COMMIT_UPSTREAM = 0,            /* once the dirty bytes are committed upstream */
+	COMMIT_LOCAL = 1,               /* once they are on stable local storage and in the index */
+};
+
 struct cache_config {
 	char *dir;                      /* cache directory (index, backing files) */
 	uint64_t page_size;             /* bytes */
@@ -20,7 +26,11 @@ struct cache_config {
 	int write_mode;                 /* enum write_mode */
 	uint64_t dirty_expire_ms;       /* age at which dirty data is written back */
 	uint64_t max_dirty;             /* bytes of dirty data before writers wait */
-	uint64_t readahead;             /* bytes read ahead on sequential access */
+	uint64_t readahead;             /* bytes read ahead on sequential access: the
+					 * window a sequential stream starts with */
+	uint64_t readahead_max;         /* bytes: the window doubles up to this (>= readahead) */
+	int commit;                     /* enum commit_mode */
+	uint64_t writeback_in_flight_max;   /* bytes of write-back WRITEs in flight, at most */
 	uint64_t acregmin, acregmax;    /* seconds attributes of non-directories are trusted */
 	uint64_t acdirmin, acdirmax;    /* seconds attributes of directories are trusted */
 	int metadata;                   /* bool: the namespace cache (cache/meta.h) is on */

@@ -36,6 +36,7 @@ struct conf_key {
 
 static const char *const squash_names[] = { "none", "root", "all", NULL };
 static const char *const write_mode_names[] = { "writeback", "writethrough", NULL };
+static const char *const commit_names[] = { "upstream", "local", NULL };
 static const char *const log_names[] = { "error", "warning", "info", "debug", NULL };
 
 #define OFF(f) offsetof(struct nfsd_conf, f)
@@ -51,6 +52,7 @@ static const struct conf_key conf_keys[] = {
 	{ "upstream", "url", T_STRING, OFF(upstream_url), 0, 0, "", NULL, 1 },
 	{ "upstream", "exports", T_STRING, OFF(upstream_exports), 0, 0, "", NULL, 0 },
 	{ "upstream", "timeout_ms", T_MS, OFF(upstream_timeout_ms), 100, 24ull * 3600 * 1000, "30000", NULL, 0 },
+	{ "upstream", "connections", T_UINT, OFF(upstream_connections), 1, 16, "4", NULL, 1 },
 	{ "cache", "dir", T_STRING, OFF(cache.dir), 0, 0, "/var/cache/nfscached", NULL, 1 },
 	{ "cache", "page_size", T_SIZE, OFF(cache.page_size), 512, 1024 * 1024, "4096", NULL, 1 },
 	{ "cache", "partial_pages", T_BOOL, OFF(cache.partial_pages), 0, 1, "yes", NULL, 0 },
@@ -59,6 +61,9 @@ static const struct conf_key conf_keys[] = {
 	{ "cache", "dirty_expire_ms", T_MS, OFF(cache.dirty_expire_ms), 0, 24ull * 3600 * 1000, "5000", NULL, 0 },
 	{ "cache", "max_dirty", T_SIZE, OFF(cache.max_dirty), 0, 1024 * GiB, "256M", NULL, 0 },
 	{ "cache", "readahead", T_SIZE, OFF(cache.readahead), 0, 1 * GiB, "1M", NULL, 0 },
+	{ "cache", "readahead_max", T_SIZE, OFF(cache.readahead_max), 0, 1 * GiB, "8M", NULL, 0 },
+	{ "cache", "commit", T_ENUM, OFF(cache.commit), 0, 0, "upstream", commit_names, 0 },
+	{ "cache", "writeback_in_flight_max", T_SIZE, OFF(cache.writeback_in_flight_max), 64 * 1024, 1 * GiB, "64M", NULL, 0 },
 	{ "cache", "acregmin", T_UINT, OFF(cache.acregmin), 0, 3600, "3", NULL, 0 },
 	{ "cache", "acregmax", T_UINT, OFF(cache.acregmax), 0, 3600, "60", NULL, 0 },
 	{ "cache", "acdirmin", T_UINT, OFF(cache.acdirmin), 0, 3600, "30", NULL, 0 },
@@ -671,6 +676,8 @@ int conf_finish(struct nfsd_conf *cfg, FILE *err)
 		cfg->cache.acregmin = cfg->cache.acregmax;   /* as the kernel client clamps it */
 	if (cfg->cache.acdirmin > cfg->cache.acdirmax)
 		cfg->cache.acdirmin = cfg->cache.acdirmax;
+	if (cfg->cache.readahead_max < cfg->cache.readahead)
+		cfg->cache.readahead_max = cfg->cache.readahead;   /* the window never shrinks below its start */
 	if (check_order(cfg, "b", cfg->cache.bstop, cfg->cache.bcull, cfg->cache.brun, err))
 		rc = -1;
 	if (check_order(cfg, "f", cfg->cache.fstop, cfg->cache.fcull, cfg->cache.frun, err))

@@ -31,6 +31,7 @@ struct nfsd_conf {
 	char *upstream_url;
 	char *upstream_exports;         /* space-separated paths; "" = any */
 	uint64_t upstream_timeout_ms;
+	uint64_t upstream_connections;  /* TCP connections to the upstream, 1..16 (nconnect) */
 	/* [cache] */
 	struct cache_config cache;
 	/* [control] */
@@ -43,7 +44,7 @@ struct nfsd_conf {
 	socklen_t listen_addr_len;
 	struct netaddr_acl allow_acl;
 	const char *source;             /* file the values came from */
-#define CONF_MAX_KEYS 32
+#define CONF_MAX_KEYS 48
 	int key_line[CONF_MAX_KEYS];  /* line of each key in `source`, 0 if not there */
 	const char *key_override[CONF_MAX_KEYS];  /* the -o that set it last, or NULL */
 };

@@ -32,6 +32,7 @@ struct up_req {
 	struct upstream *up;
 	struct upstream_call call;
 	struct nfs_context *sent_on;   /* context that holds its PDU, or NULL */
+	ev_tstamp sent_at;             /* loop time it was last handed to libnfs */
 };
 
 struct upstream {
@@ -40,6 +41,8 @@ struct upstream {
 	char *server;                  /* from upstream.url */
 	char *export;
 	uint32_t wtmax;                /* the upstream's FSINFO wtmax, bytes (0 = not known yet) */
+	uint32_t rtmax;                /* its FSINFO rtmax, bytes (0 = not known yet) */
+	double srtt;                   /* smoothed round trip, seconds (0 = none measured) */
 	int mount_port;                /* 0: ask the portmapper */
 	struct nfs_context *nfs;       /* NULL while down */
 	enum up_state state;
@@ -228,6 +231,10 @@ static void up_rpc_cb(struct rpc_context *rpc, int status, void *data, void *pri
 			stats.upstream_reconnects++;
 			log_info("upstream: %s: reconnected", up->server);
 		}
+		{
+			double rtt = ev_time() - r->sent_at;
+			up->srtt = up->srtt == 0 ? rtt : up->srtt + (rtt - up->srtt) / 8;
+		}
 		req_complete(r, UPSTREAM_OK, data);
 		return;
 	case RPC_STATUS_TIMEOUT:
@@ -277,6 +284,7 @@ static void up_submit(struct upstream *up, struct up_req *r)
 		return;
 	}
 	r->sent_on = up->nfs;
+	r->sent_at = ev_time();
 	list_add_tail(&up->sent, &r->link);
 	stats.upstream_nfs3[r->call.desc->proc]++;
 }
@@ -337,6 +345,8 @@ static void up_mount_cb(int status, struct nfs_context *nfs, void *data, void *p
 	up->backoff_s = BACKOFF_MIN_S;
 	uint64_t wtmax = nfs_get_writemax(nfs);
 	up->wtmax = wtmax > UINT32_MAX ? UINT32_MAX : (uint32_t)wtmax;
+	uint64_t rtmax = nfs_get_readmax(nfs);
+	up->rtmax = rtmax > UINT32_MAX ? UINT32_MAX : (uint32_t)rtmax;
 	rpc_poll_forget_socket(&up->poll);   /* the mount's own sockets are not reconnections */
 	rpc_set_autoreconnect(nfs_get_rpc_context(up->nfs), RECONNECT_RETRIES);
 	if (up->ever_up) {
@@ -440,4 +450,14 @@ void upstream_free(struct upstream *up)
 uint32_t upstream_wtmax(const struct upstream *up)
 {
 	return up->wtmax;
+}
+
+uint32_t upstream_rtmax(const struct upstream *up)
+{
+	return up->rtmax;
+}
+
+double upstream_srtt(const struct upstream *up)
+{
+	return up->srtt;
 }

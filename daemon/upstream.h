@@ -80,6 +80,15 @@ const char *upstream_state(const struct upstream *up);
  * 0 before the first mount. */
 uint32_t upstream_wtmax(const struct upstream *up);
 
+/* The upstream's preferred and largest READ (FSINFO rtmax, learnt when
+ * mounting), bytes; 0 before the first mount. */
+uint32_t upstream_rtmax(const struct upstream *up);
+
+/* The smoothed round-trip time of NFSv3 calls answered by the upstream
+ * (RFC 6298's SRTT, alpha = 1/8, over every answered call: send to reply,
+ * the transfer of its data included), seconds; 0 before the first answer. */
+double upstream_srtt(const struct upstream *up);
+
 /* The server and default export, from upstream.url. */
 const char *upstream_server(const struct upstream *up);
 const char *upstream_export(const struct upstream *up);
