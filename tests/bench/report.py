@@ -316,11 +316,33 @@ def targets_check(recs):
     r = ratio(w5, d5)
     add("S1 warm at 5 ms ≥10x faster than direct, one call in flight", r,
         r is not None and r >= 10, "%.1fx")
-    for j in ("j1", "j16"):
-        c5 = g(scenario="S1", target="nfscached", delay_ms=5.0, phase="cold", variant=j)
-        d5 = g(scenario="S1", target="direct", delay_ms=5.0, phase="cold", variant=j)
-        r = ratio(c5, d5)
-        add("S1 cold at 5 ms faster than direct (%s)" % j, r, r is not None and r > 1, "%.2fx")
+    # a cold cache never slower than no cache: S1 cold at 5 ms and on loopback
+    for dl, j, want in ((5.0, "j1", 1.5), (5.0, "j16", 1.2), (0.0, "j1", 0.8), (0.0, "j16", 0.95)):
+        c = g(scenario="S1", target="nfscached", delay_ms=dl, phase="cold", variant=j)
+        d = g(scenario="S1", target="direct", delay_ms=dl, phase="cold", variant=j)
+        r = ratio(c, d)
+        add("S1 cold at %g ms ≥%gx of direct (%s)" % (dl, want, j), r, r is not None and r >= want, "%.2fx")
+    c = g(scenario="S3", target="nfscached", delay_ms=5.0, phase="cold", variant="rndrw")
+    r = ratio(c, ref_for(recs, c, "direct")) if c else None
+    add("S3 cold at 5 ms ≥1.0x of direct", r, r is not None and r >= 1.0, "%.2fx")
+    d = g(scenario="S2", target="direct", delay_ms=5.0, phase="write", variant="default")
+    for var, want in (("partial_yes", 5), ("commit_local", 20)):
+        c = g(scenario="S2", target="nfscached", delay_ms=5.0, phase="write", variant=var)
+        r = ratio(c, d)
+        add("S2 write phase (its COMMIT included) at 5 ms ≥%gx faster than direct (%s)" % (want, var), r,
+            r is not None and r >= want, "%.2fx")
+    c = g(scenario="S4", target="nfscached", delay_ms=5.0, phase="all", variant="4x8")
+    r = ratio(c, ref_for(recs, c, "direct")) if c else None
+    add("S4 at 5 ms ≥3x faster than direct", r, r is not None and r >= 3, "%.2fx")
+    w0 = g(scenario="S1", target="nfscached", delay_ms=0.0, phase="warm", variant="j1")
+    mbs = speed(w0) if w0 else None
+    add("S1 warm j1 at 0 ms ≥ 2 GB/s", mbs, mbs is not None and mbs >= 2000, "%.0f MB/s")
+    cp = g(scenario="CP", id="CP.summary")
+    cpx = (cp.get("extra") or {}) if cp else {}
+    r = (cpx["nfscached_ms"] / cpx["direct_ms"]
+         if cpx.get("nfscached_ms") is not None and cpx.get("direct_ms") else None)
+    add("warm nfs-cp of %s MiB at 0 ms ≤0.8x of straight ganesha's time" % cpx.get("size_mib", 64), r, r is not None and r <= 0.8,
+        "%%.2fx (%s ms vs %s ms)" % (cpx.get("nfscached_ms"), cpx.get("direct_ms")))
     # S2
     for dl in (5.0, 0.0):
         y = g(scenario="S2", target="nfscached", delay_ms=dl, phase="read", variant="partial_yes")

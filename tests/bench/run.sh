@@ -15,9 +15,13 @@
 #   --keep    keep the temporary directory
 # Environment:
 #   BENCH_SCENARIOS   scenarios to run, separated by spaces or commas (default
-#                     "S1 S2 S3 S4 S5 S6 S7 MEM META"); the report keeps the
+#                     "S1 S2 S3 S4 S5 S6 S7 CP MEM META"); the report keeps the
 #                     other scenarios' sections from the previous results.json
 #   BENCH_DELAYS      one-way relay delays in ms (default "0 5")
+#   BENCH_FAR_DELAY   a far link's one-way delay in ms (default 25; "" = none),
+#                     run for BENCH_FAR_SCENARIOS only (default "S1 S2 S7"),
+#                     with direct and nfscached only and a quarter of the
+#                     calls (cap)
 #   BENCH_TARGETS     targets (default "direct nfscached proxy")
 #   BENCH_OUT         where the report goes (default $srcdir/doc)
 #   CLIENT_TIMEOUT    seconds allowed to one client run (default 600)
@@ -67,9 +71,13 @@ for a in "$@"; do
     esac
 done
 
-SCENARIOS=$(echo "${BENCH_SCENARIOS:-S1 S2 S3 S4 S5 S6 S7 MEM META}" | tr ',' ' ')
+SCENARIOS=$(echo "${BENCH_SCENARIOS:-S1 S2 S3 S4 S5 S6 S7 CP MEM META}" | tr ',' ' ')
 DELAYS=${BENCH_DELAYS:-0 5}
+FAR_DELAY=${BENCH_FAR_DELAY-25}
+FAR_SCENARIOS=$(echo "${BENCH_FAR_SCENARIOS:-S1 S2 S7}" | tr ',' ' ')
 TARGETS=${BENCH_TARGETS:-direct nfscached proxy}
+ALL_TARGETS=$TARGETS
+CP_RUNS=${CP_RUNS:-3}
 
 # ---- scale --------------------------------------------------------------
 MiB=$((1024 * 1024))
@@ -320,10 +328,13 @@ scenario_end() {
 # ---- scenarios -------------------------------------------------------------
 
 # cap TARGET N [DIV]: N, or at most PROXY_CAP / DIV for the proxy over a
-# delayed link (DIV 3 for trees: a file costs several calls)
+# delayed link (DIV 3 for trees: a file costs several calls); a quarter of N
+# over the far link (FAR_DELAY)
 cap() {
     local lim=$((PROXY_CAP / ${3:-1}))
-    if [ "$1" = proxy ] && [ "$DELAY" != 0 ] && [ "$2" -gt "$lim" ]; then
+    if [ -n "$FAR_DELAY" ] && [ "$DELAY" = "$FAR_DELAY" ]; then
+        echo $(($2 / 4))
+    elif [ "$1" = proxy ] && [ "$DELAY" != 0 ] && [ "$2" -gt "$lim" ]; then
         echo "$lim"
     else
         echo "$2"
@@ -616,6 +627,41 @@ mem() {
                  \"start_to_status_ms\": $open_ms, \"index_log_line\": \"$(echo "$line" | tr -d '"\\')\"}"
 }
 
+# CP: a warm copy of an S1_SIZE MiB file with nfs-cp (one 1 MiB READ in
+# flight), straight from the upstream ganesha and from nfscached (after a
+# read that made it warm), both on loopback without the relay; the best of
+# CP_RUNS runs each, in ms.
+cp_warm() {
+    local t i t0 t1 best url
+    [ -f "$EXPORT_DIR/s1.dat" ] || make_file s1.dat "$S1_SIZE"
+    bench_nfscached
+    timeout -k 5 "$CLIENT_TIMEOUT" nfs-cat "$(url "$PORT" "$PORT" s1.dat)" > /dev/null
+    local extra="{\"size_mib\": $S1_SIZE, \"runs\": $CP_RUNS"
+    for t in direct nfscached; do
+        case $t in
+            direct) url=$(url "$UP_NFS_PORT" "$UP_MNT_PORT" s1.dat) ;;
+            nfscached) url=$(url "$PORT" "$PORT" s1.dat) ;;
+        esac
+        best=
+        for i in $(seq 1 "$CP_RUNS"); do
+            rm -f "$T_TMP/cp.out"
+            t0=$(date +%s%N)
+            timeout -k 5 "$CLIENT_TIMEOUT" nfs-cp "$url" "$T_TMP/cp.out" > /dev/null 2>&1 ||
+                log "  CP $t: nfs-cp failed"
+            t1=$(date +%s%N)
+            t1=$(((t1 - t0) / 1000000))
+            [ -z "$best" ] || [ "$t1" -lt "$best" ] && best=$t1
+        done
+        log "  CP $t: best of $CP_RUNS: $best ms"
+        extra="$extra, \"${t}_ms\": $best"
+    done
+    ctl stats > "$RES/raw/CP.stats"
+    extra="$extra, \"upstream_reads_warm\": $(awk '$1 == "upstream.calls.READ" { print $2 }' "$RES/raw/CP.stats")}"
+    stop_nfscached
+    rm -f "$T_TMP/cp.out"
+    python3 "$REPORT_PY" note "$RESULTS" --id "CP.summary" --scenario CP --delay 0 --extra "$extra"
+}
+
 # ---- main ------------------------------------------------------------------
 # A build with sanitizers measures the sanitizers: benchmark an optimised
 # build of the same sources instead (out of tree, in $T_TMP/build).
@@ -639,7 +685,7 @@ fi
 start_upstream 2>"$T_TMP/upstream.err" || die "upstream ganesha: $(tr '\n' ' ' <"$T_TMP/upstream.err")"
 log "upstream ganesha pid $GANESHA_PID on $UP_NFS_PORT/$UP_MNT_PORT"
 cat > "$RES/params.json" <<EOF
-{"quick": $QUICK, "loadavg_at_start": "$(cut -d' ' -f1-3 /proc/loadavg)", "nfscached_asan_build": $ASAN, "PROXY_CAP_at_5ms": $PROXY_CAP, "scenarios": "$SCENARIOS", "delays": "$DELAYS", "targets": "$TARGETS",
+{"quick": $QUICK, "loadavg_at_start": "$(cut -d' ' -f1-3 /proc/loadavg)", "nfscached_asan_build": $ASAN, "PROXY_CAP_at_5ms": $PROXY_CAP, "scenarios": "$SCENARIOS", "delays": "$DELAYS", "far_delay": "$FAR_DELAY", "far_scenarios": "$FAR_SCENARIOS", "targets": "$TARGETS",
  "S1_SIZE_MiB": $S1_SIZE, "S2_SIZE_MiB": $S2_SIZE, "S2_WRITES": $S2_WRITES, "S2_READS": $S2_READS,
  "S3_SIZE_MiB": $S3_SIZE, "S3_REQS": $S3_REQS, "S4_SIZE_MiB": $S4_SIZE, "S4_BLOCK": "$S4_BLOCK",
  "S5_REQS": $S5_REQS, "S5_REQS_REF": $S5_REQS_REF, "S6_FILES": $S6_FILES,
@@ -656,6 +702,7 @@ for sc in $SCENARIOS; do
         S5) desc="cached 4 KiB randread latency and CPU per call" ;;
         S6) desc="W4: tree of $S6_FILES files x $S6_FILE_SIZE B, -j 4" ;;
         S7) desc="fresh client walking $S7_FILES files in $S7_DIRS directories, one call in flight; nfs-ls -R" ;;
+        CP) desc="warm nfs-cp of ${S1_SIZE} MiB, straight from ganesha and from nfscached" ;;
         MEM) desc="RSS and index open time with $MEM_FILES cached files" ;;
         META) desc="bytes per namespace cache entry, $META_FILES files walked" ;;
         *) echo "unknown scenario $sc" >&2; continue ;;
@@ -664,11 +711,20 @@ for sc in $SCENARIOS; do
     if [ "$sc" = MEM ] || [ "$sc" = META ]; then
         start_relay 0
         "$(echo "$sc" | tr 'A-Z' 'a-z')"
+    elif [ "$sc" = CP ]; then
+        start_relay 0
+        cp_warm
     else
-        for dl in $DELAYS; do
+        dls=$DELAYS
+        case " $FAR_SCENARIOS " in *" $sc "*) [ -n "$FAR_DELAY" ] && dls="$dls $FAR_DELAY" ;; esac
+        for dl in $dls; do
             start_relay "$dl"
             log "--- $sc at $dl ms"
-            "$(echo "$sc" | tr 'S' 's')"
+            if [ -n "$FAR_DELAY" ] && [ "$dl" = "$FAR_DELAY" ]; then
+                TARGETS=$(echo " $ALL_TARGETS " | sed 's/ proxy / /') "$(echo "$sc" | tr 'S' 's')"
+            else
+                TARGETS=$ALL_TARGETS "$(echo "$sc" | tr 'S' 's')"
+            fi
         done
     fi
     scenario_end
