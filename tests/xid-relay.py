@@ -21,7 +21,12 @@ under one XID.  "accept CONN" and "reset CONN" lines say when connections come
 and go.  Commands on the control socket, one line each, answered with lines:
 
     conns          "CONN calls N open 0|1" per connection
-    reset CONN     close both sides of CONN with a TCP reset; "ok" or "error ..."
+    reset CONN [HOLD_MS]
+                   when the next call arrives on CONN, drop it and close both
+                   sides of CONN with a TCP reset (so that a call is in flight
+                   there); with HOLD_MS, stop listening that long from then
+                   on (new connections are refused).  "ok" once done, or
+                   "error ..." (no such open connection, no call within 5 s)
 
 SIGTERM exits 0.  ctl: sends COMMAND, prints the answer.
 """
@@ -35,8 +40,10 @@ import sys
 
 
 class Relay:
-    def __init__(self, target, delay_s, log_path):
+    def __init__(self, target, delay_s, log_path, port):
         self.target = target
+        self.port = port
+        self.server = None
         self.delay_s = delay_s
         self.log = open(log_path, "a", buffering=1)
         self.conns = []          # [{"calls": n, "open": bool, "socks": [...]}]
@@ -114,6 +121,8 @@ class Relay:
         sig = hashlib.md5(head + rec[off:]).hexdigest()[:16]
         entry["calls"] += 1
         self.record("call %d %08x %s" % (conn, xid, sig))
+        if entry.get("armed"):
+            self.reset(conn)
 
     async def client(self, reader, writer):
         conn = len(self.conns)
@@ -135,9 +144,8 @@ class Relay:
         entry["open"] = False
 
     def reset(self, conn):
-        if conn < 0 or conn >= len(self.conns) or not self.conns[conn]["open"]:
-            return "error no open connection %d" % conn
         entry = self.conns[conn]
+        entry["armed"] = None
         for s in entry["socks"]:
             try:
                 s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
@@ -147,6 +155,29 @@ class Relay:
             w.transport.abort()
         entry["open"] = False
         self.record("reset %d" % conn)
+        if entry.get("hold_s"):
+            self.server.close()
+            self.record("refusing")
+            asyncio.get_running_loop().call_later(
+                entry["hold_s"], lambda: asyncio.ensure_future(self.listen()))
+        entry["done"].set_result(True)
+
+    async def listen(self):
+        self.server = await asyncio.start_server(self.client, "127.0.0.1", self.port)
+        self.record("listening")
+
+    async def arm(self, conn, hold_ms):
+        if conn < 0 or conn >= len(self.conns) or not self.conns[conn]["open"]:
+            return "error no open connection %d" % conn
+        entry = self.conns[conn]
+        entry["hold_s"] = hold_ms / 1000.0
+        entry["done"] = asyncio.get_running_loop().create_future()
+        entry["armed"] = True
+        try:
+            await asyncio.wait_for(entry["done"], 5)
+        except asyncio.TimeoutError:
+            entry["armed"] = None
+            return "error no call on %d within 5 s" % conn
         return "ok"
 
     async def control(self, reader, writer):
@@ -154,25 +185,29 @@ class Relay:
         if line == ["conns"]:
             out = "".join("%d calls %d open %d\n" % (i, e["calls"], 1 if e["open"] else 0)
                           for i, e in enumerate(self.conns))
-        elif len(line) == 2 and line[0] == "reset" and line[1].isdigit():
-            out = self.reset(int(line[1])) + "\n"
+        elif len(line) in (2, 3) and line[0] == "reset" and all(w.isdigit() for w in line[1:]):
+            out = await self.arm(int(line[1]), int(line[2]) if len(line) == 3 else 0) + "\n"
         else:
             out = "error unknown command\n"
-        writer.write(out.encode())
-        await writer.drain()
+        try:
+            writer.write(out.encode())
+            await writer.drain()
+        except (ConnectionError, OSError):
+            pass
         writer.close()
 
 
 async def relay_main(port, target, delay_ms, log_path, ctl_path):
-    relay = Relay(target, delay_ms / 1000.0, log_path)
-    server = await asyncio.start_server(relay.client, "127.0.0.1", port)
+    relay = Relay(target, delay_ms / 1000.0, log_path, port)
+    await relay.listen()
     if os.path.exists(ctl_path):
         os.unlink(ctl_path)
     ctl = await asyncio.start_unix_server(relay.control, ctl_path)
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
-    async with server, ctl:
+    async with ctl:
         await stop.wait()
+    relay.server.close()
 
 
 async def ctl_main(path, words):

@@ -1,11 +1,14 @@
 #!/bin/bash
 # 70-upstream-conns: upstream.connections.  With 4 connections to the
 # upstream through a relay (tests/xid-relay.py: a delay each way, the XID of
-# every call recorded per connection), one connection is reset in the middle
-# of a cold 64 MiB nfs-cp: the copy completes with identical bytes, the
-# reconnection is counted, `nfscachectl status` shows the 4 connections with
-# calls on more than one, and no XID was used by two different calls (a call
-# sent again may repeat its own).  With 1 connection a round trip works and
+# every call recorded per connection), in the middle of a cold 64 MiB nfs-cp
+# one connection is reset with a call on it (libnfs reconnects it and sends
+# the call again), then another one with the relay refusing connections for
+# 1.5 s (its calls go to the other connections, it mounts again later): the
+# copy completes with identical bytes, the reconnections are counted,
+# `nfscachectl status` shows the 4 connections with calls on more than one,
+# no XID was used by two different calls, and calls sent again, on their
+# connection or another, kept their XID.  With 1 connection a round trip works and
 # the connection's calls are the upstream.calls.* counters.  0 and 17 are
 # configuration errors (FILE:LINE).
 TEST_TIMEOUT=${TEST_TIMEOUT:-240}
@@ -15,7 +18,7 @@ needs_own_upstream
 command -v python3 >/dev/null || fail_or_skip "python3 is not installed"
 CLIENT_TIMEOUT=120
 RELAY=$top_srcdir/tests/xid-relay.py
-RELAY_DELAY_MS=${RELAY_DELAY_MS:-10}
+RELAY_DELAY_MS=${RELAY_DELAY_MS:-50}
 
 # Configuration errors first: they need nothing running.
 conf=$T_TMP/t.conf
@@ -62,26 +65,32 @@ snap before
 nfs_cp "$(proxy_url big)" "$T_TMP/big" > "$T_TMP/cp.out" 2>&1 &
 cp_pid=$!
 track "$cp_pid"
-for ((i = 0; i < 3000; i++)); do
-    [ "$(stat -c %s "$T_TMP/big" 2>/dev/null || echo 0)" -ge $((16 << 20)) ] && break
-    kill -0 "$cp_pid" 2>/dev/null || break
-    sleep 0.01
-done
-# the busiest open connection of the relay
-victim=$(relay conns | awk '$5 == 1 && $3 > max { max = $3; v = $1 } END { print v }')
-got=$(stat -c %s "$T_TMP/big" 2>/dev/null || echo 0)
-kill -0 "$cp_pid" 2>/dev/null
-ok $? "the copy is running when a connection is reset ($got bytes copied)"
-is "$(relay reset "$victim")" ok "the relay resets its connection $victim"
+# reset_at MIB [HOLD_MS]: once MIB MiB are copied, the relay resets its
+# busiest open connection at its next call (and refuses connections HOLD_MS).
+reset_at() {
+    local i got victim
+    for ((i = 0; i < 3000; i++)); do
+        [ "$(stat -c %s "$T_TMP/big" 2>/dev/null || echo 0)" -ge $(($1 << 20)) ] && break
+        kill -0 "$cp_pid" 2>/dev/null || break
+        sleep 0.01
+    done
+    victim=$(relay conns | awk '$5 == 1 && $3 > max { max = $3; v = $1 } END { print v }')
+    got=$(stat -c %s "$T_TMP/big" 2>/dev/null || echo 0)
+    kill -0 "$cp_pid" 2>/dev/null
+    ok $? "the copy is running when a connection is reset ($got bytes copied)"
+    is "$(relay reset "$victim" ${2:+"$2"})" ok "the relay resets its connection $victim${2:+, refusing new ones for $2 ms}"
+}
+reset_at 8
+reset_at 24 1500
 wait "$cp_pid"
 ok $? "nfs-cp completes" || diag "$(cat "$T_TMP/cp.out")"
 is "$(md5 "$T_TMP/big")" "$want" "the copied file is identical"
-snap after
-num_ok "$(d before after upstream.reconnects)" -ge 1 "upstream.reconnects counts the reset connection"
-num_ok "$(d before after cache.read.bytes_upstream)" -ge "$SIZE" "the copy was cold: every byte fetched upstream"
-
+# the refused connection may mount again only after the copy
 for _ in $(seq 100); do all_up 4 && break; sleep 0.1; done
 ctl status > "$T_TMP/status1"
+snap after
+num_ok "$(d before after upstream.reconnects)" -ge 2 "upstream.reconnects counts both reset connections"
+num_ok "$(d before after cache.read.bytes_upstream)" -ge "$SIZE" "the copy was cold: every byte fetched upstream"
 is "$(grep -cE '^upstream_conn[0-3] up calls [0-9]+ in_flight 0 reconnects [0-9]+ errors [0-9]+$' "$T_TMP/status1")" 4 \
     "status: the 4 connections are up again, nothing in flight" || diag "$(cat "$T_TMP/status1")"
 busy=$(awk '$1 ~ /^upstream_conn/ && $4 > 0' "$T_TMP/status1" | wc -l)
@@ -92,6 +101,8 @@ err_sum=$(awk '$1 ~ /^upstream_conn/ { s += $10 } END { print s + 0 }' "$T_TMP/s
 is "$err_sum" "$(sv after upstream.errors)" "the connections' errors add up to upstream.errors"
 grep -qE "upstream: [^ ]+ conn [0-3]: reconnected" "$T_TMP/nfscached.log"
 ok $? "the log names the connection that reconnected"
+grep -qE "upstream: [^ ]+ conn [0-3]: connection failed" "$T_TMP/nfscached.log"
+ok $? "the log names the connection that failed while connections were refused"
 
 # XIDs: one call each; the lines of a call sent again (its own XID) are alike.
 calls=$(grep -c '^call ' "$T_TMP/relay.log")
@@ -99,9 +110,18 @@ num_ok "$calls" -ge 64 "the relay saw the calls ($calls)"
 reused=$(awk '$1 == "call" { if (($3 in sig) && sig[$3] != $4) n++; sig[$3] = $4 } END { print n + 0 }' \
     "$T_TMP/relay.log")
 is "$reused" 0 "no XID was used by two different calls"
-resent=$(awk '$1 == "call" { if (($3 in conn) && conn[$3] != $2) n++; conn[$3] = $2 } END { print n + 0 }' \
-    "$T_TMP/relay.log")
-diag "relay: $calls calls, $resent sent again on another connection with their XID"
+# sent again on the relay connection that replaced a reset one (libnfs
+# reconnected), or on one open before the reset (nfscached moved the call)
+awk '$1 == "accept" { acc[$2] = NR } $1 == "reset" { rst[$2] = NR }
+     $1 == "call" {
+         f = first[$3]
+         if (f != "" && f != $2) { if (acc[$2] > rst[f]) again++; else moved++ }
+         if (f == "") first[$3] = $2
+     }
+     END { print again + 0, moved + 0 }' "$T_TMP/relay.log" > "$T_TMP/resent"
+read -r again moved < "$T_TMP/resent"
+num_ok "$again" -ge 1 "a call in flight on the first reset connection was sent again with its XID"
+num_ok "$moved" -ge 1 "a call of the refused connection went to another connection with its XID"
 stop_nfscached
 ok $? "nfscached stops cleanly"
 no_sanitizer_report "$T_TMP/nfscached.log"; ok $? "no sanitizer report in the daemon log"
