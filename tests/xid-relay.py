@@ -3,12 +3,15 @@
 records the XID of every call per connection and resets a chosen connection
 on command, for end-to-end tests of nfscached's upstream connections.
 
-  xid-relay.py relay LISTEN_PORT TARGET_HOST:PORT DELAY_MS LOG CTL_SOCKET
+  xid-relay.py relay LISTEN_PORT TARGET_HOST:PORT DELAY_MS RATE_MIB_S LOG CTL_SOCKET
   xid-relay.py ctl CTL_SOCKET COMMAND...
 
 relay: listens on 127.0.0.1:LISTEN_PORT; every connection it accepts gets the
 next number from 0 and a connection to TARGET.  Bytes go both ways, each chunk
-DELAY_MS after it was read (a one-way delay; order kept, any number in flight).
+DELAY_MS after it was read (a one-way delay; order kept, any number in flight),
+and the server's bytes, all connections together, at most RATE_MIB_S MiB/s
+(0: no limit), so that a copy lasts long enough whatever the client keeps in
+flight.
 Every call record from the client (RFC 5531 record marking, section 11) is
 written to LOG as one line
 
@@ -40,8 +43,10 @@ import sys
 
 
 class Relay:
-    def __init__(self, target, delay_s, log_path, port):
+    def __init__(self, target, delay_s, rate_bps, log_path, port):
         self.target = target
+        self.rate_bps = rate_bps
+        self.free_at = 0.0       # when the server's bytes queued so far are paced out
         self.port = port
         self.server = None
         self.delay_s = delay_s
@@ -51,8 +56,9 @@ class Relay:
     def record(self, line):
         self.log.write(line + "\n")
 
-    async def pump(self, reader, writer, parse=None):
-        """Copy reader to writer, each chunk delay_s after it was read."""
+    async def pump(self, reader, writer, parse=None, rate_bps=0):
+        """Copy reader to writer, each chunk delay_s after it was read, at
+        most rate_bps bytes a second (0: no limit)."""
         loop = asyncio.get_running_loop()
         queue = asyncio.Queue()
 
@@ -77,7 +83,11 @@ class Relay:
                     break
                 if parse:
                     parse(data)
-                queue.put_nowait((loop.time() + self.delay_s, data))
+                due = loop.time() + self.delay_s
+                if rate_bps:
+                    due = max(due, self.free_at)
+                    self.free_at = due + len(data) / rate_bps
+                queue.put_nowait((due, data))
         except (ConnectionError, OSError):
             pass
         queue.put_nowait((0, None))
@@ -138,7 +148,7 @@ class Relay:
         entry["socks"].append(uwriter.get_extra_info("socket"))
         entry["writers"] = [writer, uwriter]
         await asyncio.gather(self.pump(reader, uwriter, self.parser(conn)),
-                             self.pump(ureader, writer))
+                             self.pump(ureader, writer, rate_bps=self.rate_bps))
         for w in (writer, uwriter):
             w.close()
         entry["open"] = False
@@ -197,8 +207,8 @@ class Relay:
         writer.close()
 
 
-async def relay_main(port, target, delay_ms, log_path, ctl_path):
-    relay = Relay(target, delay_ms / 1000.0, log_path, port)
+async def relay_main(port, target, delay_ms, rate_mib_s, log_path, ctl_path):
+    relay = Relay(target, delay_ms / 1000.0, rate_mib_s * 1048576.0, log_path, port)
     await relay.listen()
     if os.path.exists(ctl_path):
         os.unlink(ctl_path)
@@ -219,10 +229,10 @@ async def ctl_main(path, words):
 
 
 def main():
-    if len(sys.argv) == 7 and sys.argv[1] == "relay":
+    if len(sys.argv) == 8 and sys.argv[1] == "relay":
         host, tport = sys.argv[3].rsplit(":", 1)
         asyncio.run(relay_main(int(sys.argv[2]), (host, int(tport)), float(sys.argv[4]),
-                               sys.argv[5], sys.argv[6]))
+                               float(sys.argv[5]), sys.argv[6], sys.argv[7]))
         return 0
     if len(sys.argv) >= 4 and sys.argv[1] == "ctl":
         asyncio.run(ctl_main(sys.argv[2], sys.argv[3:]))

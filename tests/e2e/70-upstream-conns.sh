@@ -1,7 +1,7 @@
 #!/bin/bash
 # 70-upstream-conns: upstream.connections.  With 4 connections to the
-# upstream through a relay (tests/xid-relay.py: a delay each way, the XID of
-# every call recorded per connection), in the middle of a cold 64 MiB nfs-cp
+# upstream through a relay (tests/xid-relay.py: a delay each way, a rate
+# limit, the XID of every call recorded per connection), in the middle of a cold 64 MiB nfs-cp
 # one connection is reset with a call on it (libnfs reconnects it and sends
 # the call again), then another one with the relay refusing connections for
 # 1.5 s (its calls go to the other connections, it mounts again later): the
@@ -18,7 +18,10 @@ needs_own_upstream
 command -v python3 >/dev/null || fail_or_skip "python3 is not installed"
 CLIENT_TIMEOUT=120
 RELAY=$top_srcdir/tests/xid-relay.py
-RELAY_DELAY_MS=${RELAY_DELAY_MS:-50}
+# 20 ms each way, and 12 MiB/s from the upstream in all: the copy
+# lasts seconds however many READs nfscached keeps in flight
+RELAY_DELAY_MS=${RELAY_DELAY_MS:-20}
+RELAY_RATE_MIB_S=${RELAY_RATE_MIB_S:-12}
 
 # Configuration errors first: they need nothing running.
 conf=$T_TMP/t.conf
@@ -32,7 +35,7 @@ done
 
 start_upstream 2>"$T_TMP/setup.err" || fail_or_skip "upstream: $(tr '\n' ' ' <"$T_TMP/setup.err")"
 pick_pair RELAY_PORT || fail_or_skip "no free port for the relay"
-python3 "$RELAY" relay "$RELAY_PORT" "$UP_HOST:$UP_NFS_PORT" "$RELAY_DELAY_MS" \
+python3 "$RELAY" relay "$RELAY_PORT" "$UP_HOST:$UP_NFS_PORT" "$RELAY_DELAY_MS" "$RELAY_RATE_MIB_S" \
     "$T_TMP/relay.log" "$T_TMP/relay.sock" </dev/null >"$T_TMP/relay.out" 2>&1 &
 RELAY_PID=$!
 track "$RELAY_PID"
