@@ -74,6 +74,14 @@ static int ctl_handle_status(int argc, char **argv, FILE *out)
 	fprintf(out, "upstream %s\n", upstream_state(nfsd.upstream));
 	fprintf(out, "upstream_server %s\n", upstream_server(nfsd.upstream));
 	fprintf(out, "upstream_export %s\n", upstream_export(nfsd.upstream));
+	fprintf(out, "upstream_connections %u\n", upstream_connections(nfsd.upstream));
+	for (unsigned k = 0; k < upstream_connections(nfsd.upstream); k++) {
+		struct upstream_conn_info ci;
+		if (upstream_conn_info(nfsd.upstream, k, &ci) == 0)
+			fprintf(out, "upstream_conn%u %s calls %llu in_flight %u reconnects %llu errors %llu\n",
+				k, ci.state, (unsigned long long)ci.calls, ci.in_flight,
+				(unsigned long long)ci.reconnects, (unsigned long long)ci.errors);
+	}
 	fprintf(out, "connections %u\n", conn_count());
 	fprintf(out, "calls_in_flight %llu\n", (unsigned long long)stats.calls_in_flight);
 	fprintf(out, "state %s\n", nfsd.stopping ? "stopping" : "serving");

@@ -1,15 +1,29 @@
 /*
- * upstream.c — the NFSv3 connection to the upstream server: one libnfs
- * nfs_context driven by the daemon's libev loop, a queue of calls waiting
- * for it, reconnection with backoff, and per-call deadlines.  MOUNT calls are
- * handed to mountfwd.c.  Owns every forwarded call from upstream_call() until
- * its `done` callback.
+ * upstream.c — the NFSv3 connections to the upstream server: upstream.connections
+ * libnfs nfs_contexts (each mounted on its own, like the Linux client's
+ * nconnect) driven by the daemon's libev loop, one queue of calls waiting
+ * for a connection, reconnection with backoff per connection, per-call
+ * deadlines, and the XIDs of forwarded calls.  MOUNT calls are handed to
+ * mountfwd.c.  Owns every forwarded call from upstream_call() until its
+ * `done` callback.
+ *
+ * A call goes to the connection that is up with the fewest calls in flight
+ * (ties go round the connections).  A connection that fails gives its calls
+ * back to the queue: they go to another connection that is up, or wait for
+ * one.  Every call gets one XID from a daemon-wide counter when it is first
+ * sent and keeps it when it is sent again, on its connection (libnfs
+ * requeues it after reconnecting by itself) or on another: XIDs are unique
+ * across connections, so an upstream duplicate request cache that keys on
+ * the XID alone neither confuses two calls nor misses a retransmission.
  */
 #include "config.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "common/macros.h"
@@ -24,15 +38,39 @@
 #define BACKOFF_MIN_S 0.1
 #define BACKOFF_MAX_S 2.0
 #define RECONNECT_RETRIES 3      /* libnfs's own immediate reconnects, keeping XIDs */
+#define MOUNT_XIDS 64            /* XIDs set aside for the calls of one nfs_mount_async */
 
 enum up_state { UP_DOWN, UP_CONNECTING, UP_UP };
+
+/* One TCP connection (one mounted nfs_context).  Written by upstream.c only. */
+struct up_conn {
+	struct upstream *up;
+	unsigned index;                /* 0 .. upstream.connections - 1 */
+	struct nfs_context *nfs;       /* NULL while down */
+	enum up_state state;
+	int broken;                    /* tear the context down after nfs_service */
+	int ever_up;
+	int reconnecting;              /* libnfs replaced the socket: no reply on it yet */
+	int queued;                    /* calls handed to libnfs since the last io update */
+	struct rpc_poll poll;          /* follows nfs's rpc_context while it exists */
+	ev_timer retry;
+	double backoff_s;
+	unsigned in_flight;            /* struct up_req sent on it, not answered yet */
+	uint64_t calls;                /* calls sent on it since start (resends included) */
+	uint64_t reconnects;           /* its share of upstream.reconnects */
+	uint64_t errors;               /* its share of upstream.errors */
+	char last_error[256];
+};
 
 struct up_req {
 	struct list_node link;         /* up->waiting or up->sent */
 	struct upstream *up;
 	struct upstream_call call;
+	struct up_conn *conn;          /* connection it was sent on, or NULL while waiting */
 	struct nfs_context *sent_on;   /* context that holds its PDU, or NULL */
 	ev_tstamp sent_at;             /* loop time it was last handed to libnfs */
+	uint32_t xid;                  /* its XID on every send, once has_xid */
+	int has_xid;
 };
 
 struct upstream {
@@ -44,22 +82,17 @@ struct upstream {
 	uint32_t rtmax;                /* its FSINFO rtmax, bytes (0 = not known yet) */
 	double srtt;                   /* smoothed round trip, seconds (0 = none measured) */
 	int mount_port;                /* 0: ask the portmapper */
-	struct nfs_context *nfs;       /* NULL while down */
-	enum up_state state;
-	int broken;                    /* tear the context down after nfs_service */
-	int ever_up;
-	int reconnecting;              /* libnfs replaced the socket: no reply on it yet */
-	struct rpc_poll poll;          /* follows nfs's rpc_context while it exists */
+	unsigned n_conns;              /* upstream.connections, read once */
+	struct up_conn *conns;         /* [n_conns] */
+	unsigned next_conn;            /* where the search for the least busy one starts */
+	uint32_t next_xid;             /* the XID of the next call sent for the first time */
 	ev_timer tick;
-	ev_timer retry;
-	double backoff_s;
 	struct list_node waiting;      /* struct up_req not yet sent */
 	struct list_node sent;         /* struct up_req with a PDU in libnfs */
-	char last_error[256];
 };
 
-static void up_connect(struct upstream *up);
 static void up_serviced(struct rpc_poll *p, int rc);
+static void up_retry_cb(struct ev_loop *loop, ev_timer *w, int revents);
 
 static int url_param(const char *url, const char *name)
 {
@@ -73,6 +106,17 @@ static int url_param(const char *url, const char *name)
 		q = strchr(q, '&');
 	}
 	return 0;
+}
+
+/* A random first XID, so that a restarted daemon does not reuse the XIDs
+ * of its previous run while the upstream still remembers them. */
+static uint32_t up_first_xid(void)
+{
+	uint32_t xid;
+
+	if (getrandom(&xid, sizeof(xid), GRND_NONBLOCK) == (ssize_t)sizeof(xid))
+		return xid;
+	return (uint32_t)time(NULL) ^ ((uint32_t)getpid() << 16);
 }
 
 struct upstream *upstream_new(struct ev_loop *loop, const struct nfsd_conf *cfg, FILE *err)
@@ -99,20 +143,51 @@ struct upstream *upstream_new(struct ev_loop *loop, const struct nfsd_conf *cfg,
 	up->mount_port = url_param(cfg->upstream_url, "mountport");
 	nfs_destroy_url(url);
 	nfs_destroy_context(nfs);
-	rpc_poll_init(&up->poll, loop, up_serviced);
-	up->backoff_s = BACKOFF_MIN_S;
+	up->n_conns = cfg->upstream_connections >= 1 ? (unsigned)cfg->upstream_connections : 1;
+	up->conns = xcalloc(up->n_conns, sizeof(*up->conns));
+	for (unsigned i = 0; i < up->n_conns; i++) {
+		struct up_conn *c = &up->conns[i];
+		c->up = up;
+		c->index = i;
+		c->backoff_s = BACKOFF_MIN_S;
+		rpc_poll_init(&c->poll, loop, up_serviced);
+		ev_init(&c->retry, NULL);
+	}
+	up->next_xid = up_first_xid();
 	list_init(&up->waiting);
 	list_init(&up->sent);
 	ev_init(&up->tick, NULL);
-	ev_init(&up->retry, NULL);
 	return up;
 }
 
+static const char *const state_names[] = { "down", "connecting", "up" };
+
 const char *upstream_state(const struct upstream *up)
 {
-	static const char *const names[] = { "down", "connecting", "up" };
+	enum up_state best = UP_DOWN;
 
-	return names[up->state];
+	for (unsigned i = 0; i < up->n_conns; i++)
+		if (up->conns[i].state > best)
+			best = up->conns[i].state;
+	return state_names[best];
+}
+
+unsigned upstream_connections(const struct upstream *up)
+{
+	return up->n_conns;
+}
+
+int upstream_conn_info(const struct upstream *up, unsigned index, struct upstream_conn_info *info)
+{
+	if (index >= up->n_conns)
+		return -ENOENT;
+	const struct up_conn *c = &up->conns[index];
+	info->state = state_names[c->state];
+	info->calls = c->calls;
+	info->in_flight = c->in_flight;
+	info->reconnects = c->reconnects;
+	info->errors = c->errors;
+	return 0;
 }
 
 const char *upstream_server(const struct upstream *up)
@@ -133,22 +208,52 @@ struct AUTH *upstream_call_auth(struct upstream_call *call)
 				      cred->gids);
 }
 
-static void req_complete(struct up_req *r, enum upstream_status st, void *res)
+/* Take `r` off its list and off its connection's calls in flight. */
+static void req_detach(struct up_req *r)
 {
 	list_del(&r->link);
+	if (r->conn)
+		r->conn->in_flight--;
+	r->conn = NULL;
+	r->sent_on = NULL;
+}
+
+static void req_complete(struct up_req *r, enum upstream_status st, void *res)
+{
+	req_detach(r);
 	r->call.done(r->call.priv, st, res);
 	free(r);
 }
 
-/* Keep the libev watcher in step with what libnfs wants. */
-static void up_io_update(struct upstream *up)
+/* Back to the queue, to be sent again (with its XID) on a connection that is up. */
+static void req_requeue(struct up_req *r)
 {
-	if (rpc_poll_update(&up->poll) && up->state == UP_UP) {
+	req_detach(r);
+	list_add_tail(&r->up->waiting, &r->link);
+}
+
+static void up_count_error(struct up_conn *c)
+{
+	stats.upstream_errors++;
+	c->errors++;
+}
+
+static void up_count_reconnect(struct up_conn *c)
+{
+	stats.upstream_reconnects++;
+	c->reconnects++;
+}
+
+/* Keep the libev watcher in step with what libnfs wants. */
+static void up_io_update(struct up_conn *c)
+{
+	c->queued = 0;
+	if (rpc_poll_update(&c->poll) && c->state == UP_UP) {
 		/* libnfs is reconnecting by itself, dup2()ing a new socket onto
 		 * the fd; it counts once a reply arrives on it */
-		if (!up->reconnecting)
-			stats.upstream_errors++;
-		up->reconnecting = 1;
+		if (!c->reconnecting)
+			up_count_error(c);
+		c->reconnecting = 1;
 	}
 }
 
@@ -162,43 +267,42 @@ static void up_tick_update(struct upstream *up)
 		ev_timer_stop(up->loop, &up->tick);
 }
 
-static void up_teardown(struct upstream *up)
+static void up_teardown(struct up_conn *c)
 {
-	struct nfs_context *nfs = up->nfs;
+	struct upstream *up = c->up;
+	struct nfs_context *nfs = c->nfs;
 	struct list_node *pos, *tmp;
 
-	up->broken = 0;
+	c->broken = 0;
 	if (!nfs)
 		return;
-	stats.upstream_errors++;
-	if (up->state == UP_UP)
-		log_warning("upstream: %s: connection failed: %s", up->server, up->last_error);
-	up->nfs = NULL;
-	up->state = UP_DOWN;
-	up->reconnecting = 0;
-	rpc_poll_stop(&up->poll);
+	up_count_error(c);
+	if (c->state == UP_UP)
+		log_warning("upstream: %s:%s conn %u: connection failed: %s", up->server, up->export,
+			    c->index, c->last_error);
+	c->nfs = NULL;
+	c->state = UP_DOWN;
+	c->reconnecting = 0;
+	c->queued = 0;
+	rpc_poll_stop(&c->poll);
 	nfs_destroy_context(nfs);   /* its PDU callbacks requeue their calls */
 	list_for_each_safe(pos, tmp, &up->sent) {
 		struct up_req *r = list_entry(pos, struct up_req, link);
-		if (r->sent_on == nfs) {
-			r->sent_on = NULL;
-			list_del(&r->link);
-			list_add_tail(&up->waiting, &r->link);
-		}
+		if (r->sent_on == nfs)
+			req_requeue(r);
 	}
-	ev_timer_set(&up->retry, up->backoff_s, 0.);
-	ev_timer_start(up->loop, &up->retry);
-	up->backoff_s = up->backoff_s * 2 > BACKOFF_MAX_S ? BACKOFF_MAX_S : up->backoff_s * 2;
+	ev_timer_set(&c->retry, c->backoff_s, 0.);
+	ev_timer_start(up->loop, &c->retry);
+	c->backoff_s = c->backoff_s * 2 > BACKOFF_MAX_S ? BACKOFF_MAX_S : c->backoff_s * 2;
 }
 
-/* After every nfs_service(): tear down a failed context, follow fd changes. */
-static void up_after_service(struct upstream *up)
+/* After an nfs_service() of `c`: tear down a failed context, follow fd changes. */
+static void up_conn_after_service(struct up_conn *c)
 {
-	if (up->broken)
-		up_teardown(up);
+	if (c->broken)
+		up_teardown(c);
 	else
-		up_io_update(up);
-	up_tick_update(up);
+		up_io_update(c);
 }
 
 int upstream_error_status(const char *msg)
@@ -222,14 +326,15 @@ static void up_rpc_cb(struct rpc_context *rpc, int status, void *data, void *pri
 {
 	struct up_req *r = priv;
 	struct upstream *up = r->up;
+	struct up_conn *c = r->conn;
 
 	(void)rpc;
 	switch (status) {
 	case RPC_STATUS_SUCCESS:
-		if (up->reconnecting && up->nfs == r->sent_on) {
-			up->reconnecting = 0;
-			stats.upstream_reconnects++;
-			log_info("upstream: %s: reconnected", up->server);
+		if (c->reconnecting && c->nfs == r->sent_on) {
+			c->reconnecting = 0;
+			up_count_reconnect(c);
+			log_info("upstream: %s:%s conn %u: reconnected", up->server, up->export, c->index);
 		}
 		{
 			double rtt = ev_time() - r->sent_at;
@@ -251,59 +356,94 @@ static void up_rpc_cb(struct rpc_context *rpc, int status, void *data, void *pri
 			return;
 		}
 		/* the transport failed, not the call: send it again once reconnected */
-		if (up->nfs == r->sent_on) {
-			snprintf(up->last_error, sizeof(up->last_error), "%s",
+		if (c->nfs == r->sent_on) {
+			snprintf(c->last_error, sizeof(c->last_error), "%s",
 				 data ? (const char *)data : "transport error");
-			up->broken = 1;
+			c->broken = 1;
 		}
 		break;
 	case RPC_STATUS_CANCEL:
 	default:
-		break;   /* the context is going away: send it again on the next */
+		break;   /* the context is going away: send it again on another */
 	}
-	r->sent_on = NULL;
-	list_del(&r->link);
-	list_add_tail(&up->waiting, &r->link);
+	req_requeue(r);
 }
 
-static void up_submit(struct upstream *up, struct up_req *r)
+/* The connection that is up with the fewest calls in flight; ties go round
+ * the connections.  NULL when none is up. */
+static struct up_conn *up_pick_conn(struct upstream *up)
 {
-	struct rpc_context *rpc = nfs_get_rpc_context(up->nfs);
+	struct up_conn *best = NULL;
+
+	for (unsigned k = 0; k < up->n_conns; k++) {
+		struct up_conn *c = &up->conns[(up->next_conn + k) % up->n_conns];
+		if (c->state != UP_UP || c->broken)
+			continue;
+		if (!best || c->in_flight < best->in_flight)
+			best = c;
+	}
+	if (best)
+		up->next_conn = (best->index + 1) % up->n_conns;
+	return best;
+}
+
+static void up_submit(struct up_conn *c, struct up_req *r)
+{
+	struct upstream *up = c->up;
+	struct rpc_context *rpc = nfs_get_rpc_context(c->nfs);
 	double left_ms = (r->call.deadline - ev_now(up->loop)) * 1000.0;
 
 	if (left_ms < 1)
 		left_ms = 1;
+	if (!r->has_xid) {
+		r->xid = up->next_xid++;
+		r->has_xid = 1;
+	}
+	rpc_set_next_xid(rpc, r->xid);   /* lib/pdu.c rpc_allocate_pdu2(): pdu->xid = rpc->xid++ */
 	rpc_set_auth(rpc, upstream_call_auth(&r->call));
-	nfs_set_timeout(up->nfs, (int)left_ms);
+	nfs_set_timeout(c->nfs, (int)left_ms);
 	list_del(&r->link);
 	if (r->call.desc->send(rpc, up_rpc_cb, r->call.args, r) != 0) {
-		log_warning("upstream: %s %s: cannot queue: %s", up->server, r->call.desc->name,
-			    rpc_get_error(rpc));
+		log_warning("upstream: %s:%s conn %u: %s: cannot queue: %s", up->server, up->export,
+			    c->index, r->call.desc->name, rpc_get_error(rpc));
 		list_add_tail(&up->waiting, &r->link);
-		up->broken = 1;
+		c->broken = 1;
 		return;
 	}
-	r->sent_on = up->nfs;
+	r->conn = c;
+	r->sent_on = c->nfs;
 	r->sent_at = ev_time();
 	list_add_tail(&up->sent, &r->link);
+	c->in_flight++;
+	c->calls++;
+	c->queued = 1;
 	stats.upstream_nfs3[r->call.desc->proc]++;
 }
 
+/* Send what waits on the connections that are up, then let libev watch
+ * for what libnfs wants to write. */
 static void up_submit_waiting(struct upstream *up)
 {
-	while (up->state == UP_UP && !up->broken && !list_empty(&up->waiting))
-		up_submit(up, list_first(&up->waiting, struct up_req, link));
+	struct up_conn *c;
+
+	while (!list_empty(&up->waiting) && (c = up_pick_conn(up)) != NULL)
+		up_submit(c, list_first(&up->waiting, struct up_req, link));
+	for (unsigned i = 0; i < up->n_conns; i++)
+		if (up->conns[i].queued && up->conns[i].nfs)
+			up_io_update(&up->conns[i]);   /* libnfs now wants POLLOUT */
 }
 
 static void up_serviced(struct rpc_poll *p, int rc)
 {
-	struct upstream *up = container_of(p, struct upstream, poll);
+	struct up_conn *c = container_of(p, struct up_conn, poll);
 
-	if (rc < 0 && !up->broken) {
-		snprintf(up->last_error, sizeof(up->last_error), "%s", nfs_get_error(up->nfs));
-		up->broken = 1;
+	if (rc < 0 && !c->broken) {
+		snprintf(c->last_error, sizeof(c->last_error), "%s", nfs_get_error(c->nfs));
+		c->broken = 1;
 	}
-	up_after_service(up);
+	up_conn_after_service(c);
+	up_submit_waiting(c->up);
+	up_tick_update(c->up);
 }
 
 static void up_tick_cb(struct ev_loop *loop, ev_timer *w, int revents)
@@ -312,8 +452,13 @@ static void up_tick_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	struct list_node *pos, *tmp;
 
 	(void)revents;
-	if (up->nfs && nfs_service(up->nfs, 0) < 0)
-		up->broken = 1;
+	for (unsigned i = 0; i < up->n_conns; i++) {
+		struct up_conn *c = &up->conns[i];
+		if (c->nfs && nfs_service(c->nfs, 0) < 0 && !c->broken) {
+			snprintf(c->last_error, sizeof(c->last_error), "%s", nfs_get_error(c->nfs));
+			c->broken = 1;
+		}
+	}
 	/* calls still waiting for a connection when their time is up */
 	list_for_each_safe(pos, tmp, &up->waiting) {
 		struct up_req *r = list_entry(pos, struct up_req, link);
@@ -322,64 +467,76 @@ static void up_tick_cb(struct ev_loop *loop, ev_timer *w, int revents)
 			req_complete(r, UPSTREAM_TIMEOUT, NULL);
 		}
 	}
-	up_after_service(up);
+	for (unsigned i = 0; i < up->n_conns; i++)
+		up_conn_after_service(&up->conns[i]);
+	up_submit_waiting(up);
+	up_tick_update(up);
 }
 
 static void up_mount_cb(int status, struct nfs_context *nfs, void *data, void *priv)
 {
-	struct upstream *up = priv;
+	struct up_conn *c = priv;
+	struct upstream *up = c->up;
 
 	(void)nfs;
-	if (!up->nfs)
-		return;   /* cancelled by upstream_free(): nothing to retry */
+	if (!c->nfs)
+		return;   /* cancelled by a teardown or upstream_free(): nothing to retry */
 	if (status != 0) {
 		const char *why = data ? (const char *)data : "unknown error";
-		if (strcmp(up->last_error, why) != 0 || !up->ever_up)
-			log_warning("upstream: %s:%s: mount failed: %s (retrying)", up->server,
-				    up->export, why);
-		snprintf(up->last_error, sizeof(up->last_error), "%s", why);
-		up->broken = 1;
+		if (strcmp(c->last_error, why) != 0 || !c->ever_up)
+			log_warning("upstream: %s:%s conn %u: mount failed: %s (retrying)", up->server,
+				    up->export, c->index, why);
+		snprintf(c->last_error, sizeof(c->last_error), "%s", why);
+		c->broken = 1;
 		return;
 	}
-	up->state = UP_UP;
-	up->backoff_s = BACKOFF_MIN_S;
-	uint64_t wtmax = nfs_get_writemax(nfs);
-	up->wtmax = wtmax > UINT32_MAX ? UINT32_MAX : (uint32_t)wtmax;
-	uint64_t rtmax = nfs_get_readmax(nfs);
-	up->rtmax = rtmax > UINT32_MAX ? UINT32_MAX : (uint32_t)rtmax;
-	rpc_poll_forget_socket(&up->poll);   /* the mount's own sockets are not reconnections */
-	rpc_set_autoreconnect(nfs_get_rpc_context(up->nfs), RECONNECT_RETRIES);
-	if (up->ever_up) {
-		stats.upstream_reconnects++;
-		log_info("upstream: %s:%s: reconnected", up->server, up->export);
-	} else {
-		log_info("upstream: %s:%s: mounted", up->server, up->export);
+	c->state = UP_UP;
+	c->backoff_s = BACKOFF_MIN_S;
+	if (up->wtmax == 0 && up->rtmax == 0) {
+		/* the first mount that completes; every connection mounts one server */
+		uint64_t wtmax = nfs_get_writemax(nfs);
+		up->wtmax = wtmax > UINT32_MAX ? UINT32_MAX : (uint32_t)wtmax;
+		uint64_t rtmax = nfs_get_readmax(nfs);
+		up->rtmax = rtmax > UINT32_MAX ? UINT32_MAX : (uint32_t)rtmax;
 	}
-	up->ever_up = 1;
-	up->last_error[0] = '\0';
+	rpc_poll_forget_socket(&c->poll);   /* the mount's own sockets are not reconnections */
+	rpc_set_autoreconnect(nfs_get_rpc_context(c->nfs), RECONNECT_RETRIES);
+	if (c->ever_up) {
+		up_count_reconnect(c);
+		log_info("upstream: %s:%s conn %u: reconnected", up->server, up->export, c->index);
+	} else {
+		log_info("upstream: %s:%s conn %u: mounted", up->server, up->export, c->index);
+	}
+	c->ever_up = 1;
+	c->last_error[0] = '\0';
 	up_submit_waiting(up);
 }
 
-static void up_connect(struct upstream *up)
+static void up_connect(struct up_conn *c)
 {
+	struct upstream *up = c->up;
 	struct nfs_url *url;
 
-	up->nfs = nfs_init_context();
-	if (!up->nfs)
+	c->nfs = nfs_init_context();
+	if (!c->nfs)
 		abort();
-	url = nfs_parse_url_dir(up->nfs, up->cfg->upstream_url);   /* applies ?nfsport= etc. */
+	url = nfs_parse_url_dir(c->nfs, up->cfg->upstream_url);   /* applies ?nfsport= etc. */
 	if (url)
 		nfs_destroy_url(url);
-	nfs_set_timeout(up->nfs, (int)up->cfg->upstream_timeout_ms);
-	nfs_set_autoreconnect(up->nfs, RECONNECT_RETRIES);
-	rpc_poll_start(&up->poll, nfs_get_rpc_context(up->nfs));
-	up->state = UP_CONNECTING;
-	if (nfs_mount_async(up->nfs, up->server, up->export, up_mount_cb, up) != 0) {
-		log_warning("upstream: %s:%s: cannot start mount: %s", up->server, up->export,
-			    nfs_get_error(up->nfs));
-		up->broken = 1;
+	nfs_set_timeout(c->nfs, (int)up->cfg->upstream_timeout_ms);
+	nfs_set_autoreconnect(c->nfs, RECONNECT_RETRIES);
+	/* the mount's own calls take XIDs no forwarded call will have */
+	rpc_set_next_xid(nfs_get_rpc_context(c->nfs), up->next_xid);
+	up->next_xid += MOUNT_XIDS;
+	rpc_poll_start(&c->poll, nfs_get_rpc_context(c->nfs));
+	c->state = UP_CONNECTING;
+	if (nfs_mount_async(c->nfs, up->server, up->export, up_mount_cb, c) != 0) {
+		log_warning("upstream: %s:%s conn %u: cannot start mount: %s", up->server, up->export,
+			    c->index, nfs_get_error(c->nfs));
+		c->broken = 1;
 	}
-	up_after_service(up);
+	up_conn_after_service(c);
+	up_tick_update(up);
 }
 
 static void up_retry_cb(struct ev_loop *loop, ev_timer *w, int revents)
@@ -393,9 +550,12 @@ void upstream_start(struct upstream *up)
 {
 	ev_timer_init(&up->tick, up_tick_cb, TICK_S, TICK_S);
 	up->tick.data = up;
-	ev_timer_init(&up->retry, up_retry_cb, 0., 0.);
-	up->retry.data = up;
-	up_connect(up);
+	for (unsigned i = 0; i < up->n_conns; i++) {
+		struct up_conn *c = &up->conns[i];
+		ev_timer_init(&c->retry, up_retry_cb, 0., 0.);
+		c->retry.data = c;
+		up_connect(c);
+	}
 }
 
 int upstream_call(struct upstream *up, const struct proc_desc *desc, void *args,
@@ -417,8 +577,6 @@ int upstream_call(struct upstream *up, const struct proc_desc *desc, void *args,
 	list_init(&r->link);
 	list_add_tail(&up->waiting, &r->link);
 	up_submit_waiting(up);
-	if (up->nfs && up->state == UP_UP)
-		up_io_update(up);   /* libnfs now wants POLLOUT */
 	up_tick_update(up);
 	return 0;
 }
@@ -430,18 +588,22 @@ void upstream_free(struct upstream *up)
 	if (!up)
 		return;
 	ev_timer_stop(up->loop, &up->tick);
-	ev_timer_stop(up->loop, &up->retry);
-	rpc_poll_stop(&up->poll);
-	if (up->nfs) {
-		struct nfs_context *nfs = up->nfs;
-		up->nfs = NULL;
-		nfs_destroy_context(nfs);
+	for (unsigned i = 0; i < up->n_conns; i++) {
+		struct up_conn *c = &up->conns[i];
+		ev_timer_stop(up->loop, &c->retry);
+		rpc_poll_stop(&c->poll);
+		if (c->nfs) {
+			struct nfs_context *nfs = c->nfs;
+			c->nfs = NULL;
+			nfs_destroy_context(nfs);
+		}
 	}
 	list_for_each_safe(pos, tmp, &up->sent)
 		req_complete(list_entry(pos, struct up_req, link), UPSTREAM_TIMEOUT, NULL);
 	list_for_each_safe(pos, tmp, &up->waiting)
 		req_complete(list_entry(pos, struct up_req, link), UPSTREAM_TIMEOUT, NULL);
 	mountfwd_finalise();
+	free(up->conns);
 	free(up->server);
 	free(up->export);
 	free(up);

@@ -2,14 +2,19 @@
  * upstream.h — the client side: calls forwarded to the upstream NFS server
  * with libnfs on the daemon's libev loop.
  *
- * NFSv3 calls go over one nfs_context (mounted once, so libnfs brings its
- * timeouts, and reconnection that requeues calls with their XIDs).  Each
- * call carries its client's AUTH_SYS credential.  While the upstream is
- * unreachable calls wait — hard-mount behaviour — and are sent when it is
- * back, or completed with UPSTREAM_TIMEOUT after upstream.timeout_ms (the
- * caller answers NFS3ERR_JUKEBOX).  A transport failure is never reported
- * as an error result.  MOUNT calls go over short-lived connections to the
- * upstream's MOUNT port (mountfwd.c) under the same rules.
+ * NFSv3 calls go over upstream.connections TCP connections, each one
+ * nfs_context mounted on its own (so libnfs brings its timeouts, and
+ * reconnection that requeues calls with their XIDs), like the Linux
+ * client's nconnect.  A call is sent on the connection that is up with the
+ * fewest calls in flight; a call gets one XID, unique across connections,
+ * and keeps it when it is sent again, on any connection.  Each call carries
+ * its client's AUTH_SYS credential.  While no connection is up calls wait —
+ * hard-mount behaviour — and are sent when one is, or completed with
+ * UPSTREAM_TIMEOUT after upstream.timeout_ms (the caller answers
+ * NFS3ERR_JUKEBOX).  A transport failure is never reported as an error
+ * result: the calls of a failed connection go to another one.  MOUNT calls
+ * go over short-lived connections to the upstream's MOUNT port
+ * (mountfwd.c) under the same rules.
  */
 #ifndef NFSCACHED_UPSTREAM_H
 #define NFSCACHED_UPSTREAM_H
@@ -73,19 +78,37 @@ struct AUTH *upstream_call_auth(struct upstream_call *call);
  * UPSTREAM_DENIED when the upstream answered, -1 for a transport failure. */
 int upstream_error_status(const char *msg);
 
-/* "up", "connecting" or "down", for status lines. */
+/* "up" when at least one connection is up; else "connecting" when one
+ * is mounting, else "down".  For status lines; the strings are static. */
 const char *upstream_state(const struct upstream *up);
 
-/* The upstream's largest WRITE (FSINFO wtmax, learnt when mounting), bytes;
- * 0 before the first mount. */
+/* One connection, for status lines (a snapshot). */
+struct upstream_conn_info {
+	const char *state;         /* "up", "connecting" or "down" (static) */
+	uint64_t calls;            /* NFSv3 calls sent on it since start, resends included */
+	unsigned in_flight;        /* calls sent on it and not answered yet */
+	uint64_t reconnects;       /* its share of the upstream.reconnects counter */
+	uint64_t errors;           /* its share of upstream.errors */
+};
+
+/* The number of connections (upstream.connections when started, 1..16). */
+unsigned upstream_connections(const struct upstream *up);
+
+/* Fill `info` for connection `index` (0 .. upstream_connections() - 1).
+ * Returns 0, or -ENOENT for an index beyond them. */
+int upstream_conn_info(const struct upstream *up, unsigned index, struct upstream_conn_info *info);
+
+/* The upstream's largest WRITE (FSINFO wtmax, learnt from the first
+ * mount that completes), bytes; 0 before it. */
 uint32_t upstream_wtmax(const struct upstream *up);
 
-/* The upstream's preferred and largest READ (FSINFO rtmax, learnt when
- * mounting), bytes; 0 before the first mount. */
+/* The upstream's preferred and largest READ (FSINFO rtmax, learnt from the
+ * first mount that completes), bytes; 0 before it. */
 uint32_t upstream_rtmax(const struct upstream *up);
 
 /* The smoothed round-trip time of NFSv3 calls answered by the upstream
- * (RFC 6298's SRTT, alpha = 1/8, over every answered call: send to reply,
+ * (RFC 6298's SRTT, alpha = 1/8, over every answered call on every
+ * connection: send to reply,
  * the transfer of its data included), seconds; 0 before the first answer. */
 double upstream_srtt(const struct upstream *up);
 
