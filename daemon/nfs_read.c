@@ -394,8 +394,8 @@ static void readahead_send(struct cache_object *o, struct ra_stream *s, uint64_t
 
 	if (!cache_storing() || s->window_bytes == 0)
 		return;   /* nothing fetched ahead could be kept */
-	if (o->coh.known && limit > page_up(cache_client_size(o)))
-		limit = page_up(cache_client_size(o));
+	if (o->coh.known && limit > cache_client_size(o))
+		limit = cache_client_size(o);   /* bytes past EOF are never valid */
 	uint64_t pos = s->sent_end > from ? s->sent_end : from;
 	while (pos < limit && readahead_bytes_in_flight < READAHEAD_BYTES_IN_FLIGHT) {
 		uint64_t gs, ge;
@@ -404,7 +404,7 @@ static void readahead_send(struct cache_object *o, struct ra_stream *s, uint64_t
 			break;
 		}
 		gs = gs / pg * pg;
-		ge = page_up(ge) < limit ? page_up(ge) : limit;
+		ge = page_up(ge);   /* within the window: its end is page-aligned */
 		if (ge - gs > chunk)
 			ge = gs + chunk;
 		fetch_start(o, gs, (uint32_t)(ge - gs), cred, NULL);
@@ -681,6 +681,8 @@ static void window_advance(struct cache_object *o, struct ra_stream *s, uint64_t
 	}
 	if (end <= s->window_start)
 		return;   /* the marker is not reached yet */
+	if (o->coh.known && s->window_start + s->window_bytes >= cache_client_size(o))
+		return;   /* the window reaches the end of the file: nothing further */
 	uint64_t next = s->window_bytes * 2 < max ? s->window_bytes * 2 : max;
 	if (next > s->window_bytes) {
 		stats.cache_readahead_window_grows++;

@@ -1,9 +1,10 @@
 #!/bin/bash
 # 71-readahead: adaptive readahead per sequential stream, with
 # cache.readahead = 1M and cache.readahead_max = 8M (log.level debug).
-#   sequential   a 64 MiB file copied through nfscached with nfs-cp: the
-#                copy is the file; READs past the first two are answered
-#                from readahead (few misses); the stream's window doubles
+#   sequential   a file of 64 MiB and 3000 bytes (a partial last page)
+#                copied through nfscached with nfs-cp: the copy is the
+#                file; READs past the first two are answered from
+#                readahead (few misses); the stream's window doubles
 #                1M -> 2M -> 4M -> 8M (cache.readahead.window_grows 3, the
 #                debug line of the 8 MiB window) and stops there; each byte
 #                is fetched once, most of them ahead of the READs
@@ -28,7 +29,7 @@ setup -o cache.readahead=1M -o cache.readahead_max=8M -o log.level=debug
 MIB=1048576
 
 # ---- sequential ------------------------------------------------------------
-SIZE=$((64 * MIB))
+SIZE=$((64 * MIB + 3000))   # a partial last page
 head -c "$SIZE" /dev/urandom > "$EXPORT_DIR/seq64"
 
 # copy OUT: nfs-cp of seq64 through nfscached to T_TMP/OUT; sets T_MS

@@ -246,10 +246,10 @@ static void test_join(void)
 	fattr3 a = attrs_of(65536, MTIME_S);
 	upstream_read(c, v1, 65536, &a);
 	answered(xa, v1, 0, PAGE, "READ A [0, 4096), from the fetch");
-	answered(xb, v1, 1000, 100, "READ B [1000, 1100), once the fetch stored the page");
+	answered(xb, v1, 1000, 100, "READ B [1000, 1100), joined: from the same fetch");
 	is_int(fake_sent(NFS3PROC_READ), 1, "still one upstream READ");
 	is_int(stats.cache_read_misses, 1, "cache.read.misses 1");
-	is_int(stats.cache_read_hits, 1, "cache.read.hits 1 (B, from the stored page)");
+	is_int(stats.cache_read_hits, 1, "cache.read.hits 1 (B: it needed no upstream READ of its own)");
 	is_int(stats.cache_read_bytes_upstream, PAGE, "cache.read.bytes_upstream: one page");
 	is_int(stats.cache_read_bytes_local, 100, "cache.read.bytes_local: B's 100");
 	stop();
@@ -409,7 +409,7 @@ static void tune_big_window(struct nfsd_conf *cfg)
 {
 	tune(cfg);
 	cfg->cache.readahead = 256 * 1024;
-	cfg->cache.readahead_max = 512 * 1024;
+	cfg->cache.readahead_max = 1024 * 1024;
 }
 
 static void test_rtmax(void)
@@ -434,6 +434,21 @@ static void test_rtmax(void)
 	   "... the next window stops at the file's last page: one READ of [288K, 296K)");
 	is_int(stats.cache_readahead_window_grows, 1, "cache.readahead.window_grows 1");
 	answer_all(v1, 300000, &a);
+	/* the rest of the file, then all of it again (a new stream) */
+	int right = 1;
+	for (int pass = 0; pass < 2; pass++)
+		for (uint64_t off = pass ? 0 : 3 * PAYLOAD; off < 300000; off += PAYLOAD) {
+			uint32_t n = off + PAYLOAD < 300000 ? PAYLOAD : (uint32_t)(300000 - off);
+			x = read_call("fh-rt", off, PAYLOAD);
+			answer_all(v1, 300000, &a);
+			right &= answered(x, v1, off, n, "a READ up to the end");
+		}
+	ok(right, "the READs to the end, and then a second pass: the file's bytes");
+	is_int(fake_sent(NFS3PROC_READ), 7,
+	       "... all from the readahead: the partial last page is not fetched again");
+	is_int(stats.cache_read_bytes_upstream, 300000, "cache.read.bytes_upstream: each byte once");
+	is_int(stats.cache_readahead_window_grows, 2,
+	       "window_grows 2: once per pass, never past the file's end");
 	stop();
 }
 
