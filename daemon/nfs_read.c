@@ -6,15 +6,37 @@
  * uptodate ones (cache.read.partial_hits, unless cache.partial_pages = no) —
  * to a credential the upstream granted read access, while the attributes
  * are fresh (else one GETATTR first).  Otherwise the page-aligned span is
- * fetched with the caller's credential (plus readahead on sequential access,
- * several READs in flight), stored with one pwrite, and the client answered
- * from the fetched buffer.  Misses on a range already being fetched wait for
- * that fetch instead of sending another.
+ * fetched with the caller's credential, stored with one pwrite, and the
+ * client answered from the fetched buffer.  Misses on a range already being
+ * fetched wait for that fetch instead of sending another: a READ whose bytes
+ * one fetch holds is answered from that fetch's buffer as soon as it arrives,
+ * before the bytes are stored (unless a change or dirty bytes overtook the
+ * fetch: then from the cache); a READ spanning several fetches is answered
+ * from the cache once they are all in.
  *
- * Owns each object's read state (o->rd, struct read_state): where the last
- * READ ended, how far readahead went, and the object's fetches in flight;
- * made by the object's first READ, released with the object
- * (nfsd_read_state_free, through the cache's free hook).
+ * Readahead follows sequential streams, up to READAHEAD_STREAMS per object
+ * (several readers of one file, as the Linux kernel's file_ra_state per open
+ * file): a stream is known by where its last READ ended, and a READ starting
+ * anywhere else starts a new stream in the least recently used slot.  The
+ * second READ of a stream (sequential now) opens a window of cache.readahead
+ * bytes past its pages; a later READ reaching into the window (its first byte
+ * is the async marker) moves it past the window with twice the size, up to
+ * cache.readahead_max (cache.readahead.window_grows), so that one window is
+ * read while the next is fetched.  Windows are fetched in READs of the
+ * upstream's rtmax (page-aligned), skipping what is valid or being fetched.
+ * Random access fetches its own pages only.
+ *
+ * Bound: readahead bytes in flight, over every object, stay below
+ * READAHEAD_BYTES_IN_FLIGHT (64 MiB; one fetch may cross it).  Past it a
+ * stream sends the rest of its window on its next READ, or when a readahead
+ * fetch of its object completes.  A stream at cache.readahead_max = 8M keeps
+ * at most 16 MiB in flight (the window being read and the next one), so four
+ * such streams run unhindered and more share the bound; memory for replies
+ * stays within it whatever the number of streams.
+ *
+ * Owns each object's read state (o->rd, struct read_state): its streams and
+ * its fetches in flight; made by the object's first READ, released with the
+ * object (nfsd_read_state_free, through the cache's free hook).
  */
 #include "config.h"
 
@@ -36,20 +58,34 @@
 #include "daemon/upstream.h"
 #include "daemon/writeback.h"
 
-#define READAHEAD_MAX_FETCHES 8     /* readahead READs in flight, all objects */
+#define READAHEAD_STREAMS 4                     /* sequential streams followed per object */
+#define READAHEAD_BYTES_IN_FLIGHT (64u << 20)   /* readahead fetched at once, all objects */
+
+/* One sequential reader of an object (a file_ra_state). */
+struct ra_stream {
+	uint32_t id;                    /* names it to its READs (read_op.stream); 0: unused */
+	uint64_t last_use;              /* read_state.clock at its last READ: the least
+					 * recently used slot is taken for a new stream */
+	uint64_t next_offset;           /* where its last READ ended, bytes */
+	uint64_t window_start;          /* readahead window [start, start + bytes), bytes,
+					 * page-aligned; its first byte is the async marker */
+	uint64_t window_bytes;          /* 0 until the stream is sequential (or readahead off) */
+	uint64_t sent_end;              /* readahead sent up to here, bytes (<= window end) */
+};
 
 /* nfs_read.c's part of a cache object (o->rd). */
 struct read_state {
-	uint64_t next_offset;           /* end of the last READ: sequential access */
-	uint64_t readahead_end;         /* readahead issued up to here, bytes */
+	struct ra_stream streams[READAHEAD_STREAMS];
+	uint64_t clock;                 /* READs of the object: the streams' LRU clock */
 	struct list_node fetches;       /* struct fetch in flight for the object */
 };
 
 struct read_op {
 	struct nfsd_call *call;
 	struct cache_object *o;
-	struct cache_waiter waiter;
-	bool sequential;                /* it starts where the previous READ ended */
+	struct cache_waiter waiter;     /* cache_wait(): a GETATTR, or fetches it spans */
+	struct list_node join_link;     /* in fetch.joined while a fetch holds all its bytes */
+	uint32_t stream;                /* its stream's id when it continues one, else 0 */
 	bool readahead_done;            /* its readahead was started */
 	int fetches;                    /* upstream READs made for it */
 	struct writeback_waiter wbw;
@@ -68,10 +104,12 @@ struct fetch {
 	uint64_t seq;
 	READ3args args;
 	struct read_op *op;             /* the client READ it answers, or NULL (readahead) */
+	struct list_node joined;        /* struct read_op whose bytes it holds, waiting */
 	struct rpc_cred cred;
 };
 
-static unsigned readahead_in_flight;
+static uint64_t readahead_bytes_in_flight;   /* len of readahead fetches in flight */
+static uint32_t last_stream_id;
 
 static void read_try(struct read_op *op);
 
@@ -119,6 +157,14 @@ static struct stats_export_counts *export_stats(const struct cache_object *o)
 	return stats_export(o->have_attrs, o->attrs.fsid);
 }
 
+/* `bytes` rounded up to whole pages. */
+static uint64_t page_up(uint64_t bytes)
+{
+	uint64_t pg = cache_config()->page_size;
+
+	return (bytes + pg - 1) / pg * pg;
+}
+
 /* Is a byte of [start, end) of `o` being fetched? */
 static bool fetch_overlaps(const struct cache_object *o, uint64_t start, uint64_t end)
 {
@@ -130,6 +176,55 @@ static bool fetch_overlaps(const struct cache_object *o, uint64_t start, uint64_
 		struct fetch *f = list_entry(pos, struct fetch, link);
 		if (f->start < end && start < f->start + f->len)
 			return true;
+	}
+	return false;
+}
+
+/* The fetch in flight asking for every byte of [start, end) of `o`, or NULL. */
+static struct fetch *fetch_holding(const struct cache_object *o, uint64_t start, uint64_t end)
+{
+	struct list_node *pos;
+
+	if (!o->rd || start >= end)
+		return NULL;
+	for (pos = o->rd->fetches.next; pos != &o->rd->fetches; pos = pos->next) {
+		struct fetch *f = list_entry(pos, struct fetch, link);
+		if (f->start <= start && end <= f->start + f->len)
+			return f;
+	}
+	return NULL;
+}
+
+/*
+ * The first part of [start, end) of `o` neither valid nor being fetched:
+ * true and [*gap_start, *gap_end), or false when there is none.
+ */
+static bool first_unfetched(const struct cache_object *o, uint64_t start, uint64_t end,
+			    uint64_t *gap_start, uint64_t *gap_end)
+{
+	uint64_t from = start;
+
+	while (from < end) {
+		uint64_t gs, ge;
+		bool in_flight = false;
+		if (!extent_set_first_gap(&o->valid, from, end, &gs, &ge))
+			return false;
+		for (struct list_node *pos = o->rd->fetches.next; pos != &o->rd->fetches;
+		     pos = pos->next) {
+			struct fetch *f = list_entry(pos, struct fetch, link);
+			if (f->start <= gs && gs < f->start + f->len) {
+				from = f->start + f->len;   /* the gap starts in this fetch */
+				in_flight = true;
+				break;
+			}
+			if (gs < f->start && f->start < ge)
+				ge = f->start;
+		}
+		if (!in_flight) {
+			*gap_start = gs;
+			*gap_end = ge;
+			return true;
+		}
 	}
 	return false;
 }
@@ -259,6 +354,7 @@ static void fetch_start(struct cache_object *o, uint64_t start, uint32_t len,
 	f->len = len;
 	f->seq = cache_seq();
 	f->op = op;
+	list_init(&f->joined);
 	f->cred = *cred;
 	f->args.file.data.data_len = o->fh_len;
 	f->args.file.data.data_val = (char *)o->fh;
@@ -267,41 +363,74 @@ static void fetch_start(struct cache_object *o, uint64_t start, uint32_t len,
 	list_add_tail(&read_state(o)->fetches, &f->link);
 	cache_pin(o);
 	if (!op)
-		readahead_in_flight++;
+		readahead_bytes_in_flight += len;
 	upstream_call(nfsd.upstream, proc_nfs3(NFS3PROC_READ), &f->args, cred, fetch_done, f);
 }
 
-/* Sequential access: keep up to cache.readahead bytes past `from` fetched. */
-static void readahead(struct cache_object *o, uint64_t from, const struct rpc_cred *cred)
+/* Bytes per readahead READ: the upstream's rtmax (nfsd.max_payload until it
+ * is known), in whole pages. */
+static uint64_t readahead_fetch_bytes(void)
 {
-	uint64_t limit = from + cache_config()->readahead;
 	uint64_t pg = cache_config()->page_size;
+	uint64_t n = upstream_rtmax(nfsd.upstream);
 
-	if (!cache_storing())
-		return;   /* nothing fetched ahead could be kept */
-	if (o->coh.known && limit > (cache_client_size(o) + pg - 1) / pg * pg)
-		limit = (cache_client_size(o) + pg - 1) / pg * pg;
-	struct read_state *rd = read_state(o);
-	if (rd->readahead_end < from)
-		rd->readahead_end = from;
-	while (rd->readahead_end < limit && readahead_in_flight < READAHEAD_MAX_FETCHES) {
-		uint64_t s = rd->readahead_end, e = s + nfsd.max_payload;
-		if (e > limit)
-			e = limit;
-		rd->readahead_end = e;
-		uint64_t gs, ge;
-		if (!extent_set_first_gap(&o->valid, s, e, &gs, &ge) || fetch_overlaps(o, s, e))
-			continue;
-		fetch_start(o, s, (uint32_t)(e - s), cred, NULL);
-	}
+	if (n == 0)
+		n = nfsd.max_payload;
+	n = n / pg * pg;
+	return n ? n : pg;
 }
 
-/* Answer the client whose miss started the fetch, from the fetched bytes. */
+/*
+ * Fetch what `s` of `o` has not sent of its window yet, from `from` on
+ * (bytes, page-aligned), as `cred`: what is neither valid nor being fetched,
+ * below the file's end, while the bound on readahead in flight allows.
+ */
+static void readahead_send(struct cache_object *o, struct ra_stream *s, uint64_t from,
+			   const struct rpc_cred *cred)
+{
+	uint64_t pg = cache_config()->page_size;
+	uint64_t limit = s->window_start + s->window_bytes;
+	uint64_t chunk = readahead_fetch_bytes();
+
+	if (!cache_storing() || s->window_bytes == 0)
+		return;   /* nothing fetched ahead could be kept */
+	if (o->coh.known && limit > cache_client_size(o))
+		limit = cache_client_size(o);   /* bytes past EOF are never valid */
+	uint64_t pos = s->sent_end > from ? s->sent_end : from;
+	while (pos < limit && readahead_bytes_in_flight < READAHEAD_BYTES_IN_FLIGHT) {
+		uint64_t gs, ge;
+		if (!first_unfetched(o, pos, limit, &gs, &ge)) {
+			pos = limit;
+			break;
+		}
+		gs = gs / pg * pg;
+		ge = page_up(ge);   /* within the window: its end is page-aligned */
+		if (ge - gs > chunk)
+			ge = gs + chunk;
+		fetch_start(o, gs, (uint32_t)(ge - gs), cred, NULL);
+		pos = ge;
+	}
+	if (pos > s->sent_end)
+		s->sent_end = pos;
+}
+
+/* A readahead fetch of `o` is in: room in the bound again for what its
+ * streams could not send (fetched as `cred`, whose READ just succeeded). */
+static void readahead_resume(struct cache_object *o, const struct rpc_cred *cred)
+{
+	for (struct ra_stream *s = o->rd->streams; s < o->rd->streams + READAHEAD_STREAMS; s++)
+		if (s->id && s->window_bytes && s->sent_end < s->window_start + s->window_bytes)
+			readahead_send(o, s, s->sent_end, cred);
+}
+
+/* Answer the client from the fetched bytes (what it asked for, within what
+ * the upstream returned). */
 static void answer_from_fetch(struct read_op *op, const struct fetch *f, READ3res *up)
 {
 	READ3args *a = op->call->args;
 	READ3resok *ok = &up->READ3res_u.resok;
-	uint64_t got_end = f->start + ok->count;
+	uint32_t got = ok->count <= ok->data.data_len ? ok->count : ok->data.data_len;
+	uint64_t got_end = f->start + got;
 	uint64_t start = a->offset, end = a->offset + a->count;
 	READ3res res = *up;
 
@@ -315,6 +444,45 @@ static void answer_from_fetch(struct read_op *op, const struct fetch *f, READ3re
 	/* EOF only when the client's range reaches the end the upstream saw */
 	res.READ3res_u.resok.eof = ok->eof && end == got_end;
 	reply_from(op, &res);
+}
+
+/*
+ * The READs waiting for `f` whose bytes it brought, answered from its buffer
+ * (before the bytes are stored): counted as hits, for the bytes were fetched
+ * ahead of them or for another READ.  Only when nothing overtook the fetch
+ * (the caller checked that no local bytes are newer); the others stay joined.
+ */
+static void answer_joined(struct fetch *f, READ3res *r)
+{
+	struct cache_object *o = f->o;
+	READ3resok *ok = &r->READ3res_u.resok;
+	uint32_t got = ok->count <= ok->data.data_len ? ok->count : ok->data.data_len;
+	uint64_t got_end = f->start + got;
+	struct list_node *pos, *next;
+	bool answered = false;
+
+	if (o->gen > f->seq)
+		return;   /* a change completed meanwhile: the bytes may be older */
+	for (pos = f->joined.next; pos != &f->joined; pos = next) {
+		struct read_op *op = list_entry(pos, struct read_op, join_link);
+		READ3args *a = op->call->args;
+		uint64_t end = a->offset + a->count;
+		next = pos->next;
+		if (a->offset < f->start || (end > got_end && !(ok->eof && a->offset <= got_end)) ||
+		    !cache_access_granted(o, &op->call->cred, ACCESS3_READ))
+			continue;
+		uint64_t n = (end < got_end ? end : got_end) - a->offset;
+		struct stats_export_counts *xs = export_stats(o);
+		stats.cache_read_hits++;
+		xs->cache_read_hits++;
+		stats.cache_read_bytes_local += n;
+		xs->cache_read_bytes_local += n;
+		list_del(&op->join_link);
+		answer_from_fetch(op, f, r);
+		answered = true;
+	}
+	if (answered)
+		cache_touch(o);
 }
 
 static void read_after_flush(struct writeback_waiter *w, int status)
@@ -353,62 +521,219 @@ static void store_zeros_past_eof(struct cache_object *o, const struct fetch *f, 
 	free(zeros);
 }
 
+/* The client READ that started `f`, when the fetch did not answer it from
+ * its buffer already. */
+static void fetch_finish_op(struct fetch *f, enum upstream_status st, READ3res *r)
+{
+	struct read_op *op = f->op;
+	struct nfsd_call *call = op->call;
+
+	f->op = NULL;
+	if (st == UPSTREAM_OK && r->status == NFS3_OK) {
+		/* local bytes are newer than the upstream's: answered from the
+		 * cache, which now holds the rest — or, when our own write-back
+		 * keeps outdating what is fetched, once the upstream has them */
+		if (op->fetches < 3) {
+			read_try(op);
+		} else {
+			op->fetches = 0;
+			op->wbw.done = read_after_flush;
+			if (writeback_flush(f->o, &op->wbw) != 0)
+				read_try(op);   /* nothing to write back after all */
+		}
+	} else if (st == UPSTREAM_OK) {
+		reply_from(op, r);   /* the upstream's error, as it gave it */
+	} else {
+		op_free(op);
+		if (st == UPSTREAM_TIMEOUT)
+			call_reply_jukebox(call);
+		else if (st == UPSTREAM_DENIED)
+			call_reply_auth_error(call, RPC_AUTH_BADCRED);
+		else
+			call_reply_rpc_error(call, RPC_SYSTEM_ERR);
+	}
+}
+
 static void fetch_done(void *priv, enum upstream_status st, void *res)
 {
 	struct fetch *f = priv;
 	struct cache_object *o = f->o;
 	READ3res *r = res;
+	bool got = st == UPSTREAM_OK && r->status == NFS3_OK;
+	bool ahead = !f->op;            /* readahead */
+	uint32_t n = 0;
 
 	list_del(&f->link);
-	cache_unpin(o);
-	if (!f->op)
-		readahead_in_flight--;
-	if (st == UPSTREAM_OK && r->status == NFS3_OK) {
+	if (ahead)
+		readahead_bytes_in_flight -= f->len;
+	if (got) {
 		READ3resok *ok = &r->READ3res_u.resok;
 		if (ok->file_attributes.attributes_follow)
 			cache_attrs_update(o, &ok->file_attributes.post_op_attr_u.attributes, f->seq);
-		uint32_t n = ok->count <= ok->data.data_len ? ok->count : ok->data.data_len;
+		n = ok->count <= ok->data.data_len ? ok->count : ok->data.data_len;
 		stats.cache_read_bytes_upstream += n;
 		export_stats(o)->cache_read_bytes_upstream += n;
-		cache_store(o, f->start, ok->data.data_val, n, f->seq);
-		if (ok->eof && cache_has_uncommitted(o))
-			store_zeros_past_eof(o, f, n);
+		if (ahead)
+			stats.cache_readahead_bytes += n;
 		cache_access_record(o, &f->cred, ACCESS3_READ, ACCESS3_READ);
 	}
-	if (f->op) {
-		struct read_op *op = f->op;
-		struct nfsd_call *call = op->call;
-		if (st == UPSTREAM_OK && r->status == NFS3_OK && cache_has_uncommitted(o)) {
-			/* local bytes are newer than the upstream's: answered from the
-			 * cache, which now holds the rest — or, when our own write-back
-			 * keeps outdating what is fetched, once the upstream has them */
+	if (got && !cache_has_uncommitted(o)) {
+		/* the clients first, the backing file after */
+		if (f->op) {
+			struct read_op *op = f->op;
 			f->op = NULL;
-			if (op->fetches < 3) {
-				read_try(op);
-			} else {
-				op->fetches = 0;
-				op->wbw.done = read_after_flush;
-				if (writeback_flush(o, &op->wbw) != 0)
-					read_try(op);   /* nothing to write back after all */
-			}
-		} else if (st == UPSTREAM_OK && r->status == NFS3_OK) {
 			if (ok_attrs(r))
 				cache_patch_attrs(o, &r->READ3res_u.resok.file_attributes.post_op_attr_u.attributes);
 			answer_from_fetch(op, f, r);
-		} else if (st == UPSTREAM_OK) {
-			reply_from(op, r);   /* the upstream's error, as it gave it */
-		} else {
-			op_free(op);
-			if (st == UPSTREAM_TIMEOUT)
-				call_reply_jukebox(call);
-			else if (st == UPSTREAM_DENIED)
-				call_reply_auth_error(call, RPC_AUTH_BADCRED);
-			else
-				call_reply_rpc_error(call, RPC_SYSTEM_ERR);
 		}
+		answer_joined(f, r);
 	}
+	if (got) {
+		cache_store(o, f->start, r->READ3res_u.resok.data.data_val, n, f->seq);
+		if (r->READ3res_u.resok.eof && cache_has_uncommitted(o))
+			store_zeros_past_eof(o, f, n);
+	}
+	if (f->op)
+		fetch_finish_op(f, st, r);
+	while (!list_empty(&f->joined)) {
+		/* not answerable from the buffer: from the cache, or fetched again */
+		struct read_op *op = list_entry(f->joined.next, struct read_op, join_link);
+		list_del(&op->join_link);
+		read_try(op);
+	}
+	if (got && ahead)
+		readahead_resume(o, &f->cred);
 	free(f);
 	cache_wake(o);
+	cache_unpin(o);
+}
+
+/* ---- streams --------------------------------------------------------- */
+
+/* The stream of `rd` with id `id`, or NULL (its slot was taken since). */
+static struct ra_stream *stream_find(struct read_state *rd, uint32_t id)
+{
+	for (struct ra_stream *s = rd->streams; s < rd->streams + READAHEAD_STREAMS; s++)
+		if (id && s->id == id)
+			return s;
+	return NULL;
+}
+
+/*
+ * The stream a READ at `offset` continues: the one whose last READ ended
+ * there, else one whose readahead reaches it (READs in flight together may
+ * arrive out of order); NULL when none (a READ at 0 starts a file).
+ */
+static struct ra_stream *stream_continued(struct read_state *rd, uint64_t offset)
+{
+	struct ra_stream *s;
+
+	if (offset == 0)
+		return NULL;
+	for (s = rd->streams; s < rd->streams + READAHEAD_STREAMS; s++)
+		if (s->id && s->next_offset == offset)
+			return s;
+	for (s = rd->streams; s < rd->streams + READAHEAD_STREAMS; s++)
+		if (s->id && s->window_bytes && offset + s->window_bytes >= s->next_offset &&
+		    offset < s->window_start + s->window_bytes)
+			return s;
+	return NULL;
+}
+
+/* A new stream in the least recently used slot of `rd`. */
+static struct ra_stream *stream_new(struct read_state *rd)
+{
+	struct ra_stream *lru = rd->streams;
+
+	for (struct ra_stream *s = rd->streams + 1; s < rd->streams + READAHEAD_STREAMS; s++)
+		if (s->last_use < lru->last_use)
+			lru = s;
+	memset(lru, 0, sizeof(*lru));
+	if (++last_stream_id == 0)
+		last_stream_id = 1;
+	lru->id = last_stream_id;
+	return lru;
+}
+
+/*
+ * A READ ending at `end` continued `s` of `o`: the stream's first sequential
+ * READ opens its window of cache.readahead bytes past the READ's pages; a
+ * READ reaching into the window (the async marker, its first byte) moves it
+ * past itself with twice the size, at most cache.readahead_max.
+ */
+static void window_advance(struct cache_object *o, struct ra_stream *s, uint64_t end)
+{
+	const struct cache_config *cc = cache_config();
+	uint64_t first = page_up(cc->readahead), max = page_up(cc->readahead_max);
+	uint64_t fe = page_up(end);
+
+	if (first == 0) {
+		s->window_bytes = 0;   /* readahead off */
+		return;
+	}
+	if (max < first)
+		max = first;
+	if (s->window_bytes == 0) {
+		s->window_start = fe;
+		s->window_bytes = first;
+		s->sent_end = fe;
+		return;
+	}
+	if (end <= s->window_start)
+		return;   /* the marker is not reached yet */
+	if (o->coh.known && s->window_start + s->window_bytes >= cache_client_size(o))
+		return;   /* the window reaches the end of the file: nothing further */
+	uint64_t next = s->window_bytes * 2 < max ? s->window_bytes * 2 : max;
+	if (next > s->window_bytes) {
+		stats.cache_readahead_window_grows++;
+		log_debug("read: object %llu: readahead window %llu bytes",
+			  (unsigned long long)o->id, (unsigned long long)next);
+	}
+	s->window_start += s->window_bytes;
+	if (s->window_start < fe)
+		s->window_start = fe;   /* the reader overtook its readahead */
+	s->window_bytes = next;
+	if (s->sent_end < fe)
+		s->sent_end = fe;
+}
+
+/*
+ * Note a READ of [offset, end) of `o` (as it arrives): the id of the stream
+ * it continues, its window moved on; or 0, and a new stream starts at it.
+ */
+static uint32_t stream_note(struct cache_object *o, uint64_t offset, uint64_t end)
+{
+	struct read_state *rd = read_state(o);
+	struct ra_stream *s = stream_continued(rd, offset);
+	uint32_t id = 0;
+
+	if (s) {
+		window_advance(o, s, end);
+		id = s->id;
+	} else {
+		s = stream_new(rd);
+	}
+	if (s->next_offset < end)
+		s->next_offset = end;
+	s->last_use = ++rd->clock;
+	return id;
+}
+
+/* Sequential access (judged once, when the READ arrived): keep its stream's
+ * window coming from `from` (page-aligned), once per READ.  `missed`: the
+ * READ's own pages were neither valid nor being fetched, so what was sent
+ * ahead of it is gone (or was never sent): sent again from `from`. */
+static void op_readahead(struct read_op *op, uint64_t from, bool missed)
+{
+	if (!op->stream || op->readahead_done)
+		return;
+	op->readahead_done = true;
+	struct ra_stream *s = stream_find(read_state(op->o), op->stream);
+	if (!s)
+		return;
+	if (missed && s->sent_end > from)
+		s->sent_end = from;
+	readahead_send(op->o, s, from, &op->call->cred);
 }
 
 /* ---- revalidation ---------------------------------------------------- */
@@ -440,16 +765,6 @@ static void access_done(void *priv, enum upstream_status st, void *res)
 	read_forward(op);   /* not granted: the upstream gives the error */
 }
 
-/* Sequential access (judged once, when the READ arrived): keep the data
- * past `from` coming, once per READ. */
-static void op_readahead(struct read_op *op, uint64_t from)
-{
-	if (op->sequential && !op->readahead_done) {
-		op->readahead_done = true;
-		readahead(op->o, from, &op->call->cred);
-	}
-}
-
 static void read_try(struct read_op *op)
 {
 	struct cache_object *o = op->o;
@@ -470,12 +785,18 @@ static void read_try(struct read_op *op)
 			nfsd_access_send(&op->args.access, &a->file, ACCESS3_READ, cred, access_done, op);
 			return;
 		}
-		op_readahead(op, end);
+		op_readahead(op, fe, false);
 		if (serve_local(op))
 			return;
 	}
+	struct fetch *f = fetch_holding(o, a->offset, end < size ? end : size);
+	if (f) {
+		op_readahead(op, fe, false);
+		list_add_tail(&f->joined, &op->join_link);   /* answered when it is in */
+		return;
+	}
 	if (fetch_overlaps(o, fs, fe)) {
-		op_readahead(op, fe);
+		op_readahead(op, fe, false);
 		cache_wait(o, &op->waiter);   /* one upstream READ per page range */
 		return;
 	}
@@ -483,7 +804,7 @@ static void read_try(struct read_op *op)
 	export_stats(o)->cache_read_misses++;
 	op->fetches++;
 	fetch_start(o, fs, (uint32_t)(fe - fs), cred, op);
-	op_readahead(op, fe);   /* random reads fetch their pages only */
+	op_readahead(op, fe, true);   /* random reads fetch their pages only */
 }
 
 /* The first READ of a handle the cache does not know goes upstream as it is;
@@ -512,7 +833,7 @@ static void first_read_fixup(struct nfsd_call *call, void *res)
 	xs->cache_read_bytes_upstream += n;
 	cache_store(o, a->offset, ok->data.data_val, n, seq);
 	cache_access_record(o, &call->cred, ACCESS3_READ, ACCESS3_READ);
-	read_state(o)->next_offset = a->offset + a->count;
+	stream_note(o, a->offset, a->offset + a->count);
 }
 
 void nfsd_proc_read(struct nfsd_call *call)
@@ -537,9 +858,8 @@ void nfsd_proc_read(struct nfsd_call *call)
 	struct read_op *op = xcalloc(1, sizeof(*op));
 	op->call = call;
 	op->o = o;
-	struct read_state *rd = read_state(o);
-	op->sequential = a->offset == rd->next_offset && a->offset != 0;
-	rd->next_offset = a->offset + a->count;
+	list_init(&op->join_link);
+	op->stream = stream_note(o, a->offset, a->offset + a->count);
 	cache_pin(op->o);
 	op->waiter.wake = op_wake;
 	read_try(op);

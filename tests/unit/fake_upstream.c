@@ -28,6 +28,7 @@ struct nfsd nfsd;
 /* The upstream as upstream.h sees it: one, doing nothing by itself. */
 struct upstream {
 	uint32_t wtmax;
+	uint32_t rtmax;
 };
 
 static struct upstream the_upstream;
@@ -50,6 +51,7 @@ void fake_daemon_start(struct ev_loop *loop, uint32_t max_payload,
 	memset(&fake, 0, sizeof(fake));
 	fake.next_xid = 0x1000;
 	the_upstream.wtmax = DEFAULT_WTMAX;
+	the_upstream.rtmax = 0;
 	nfsd.loop = loop;
 	nfsd.upstream = &the_upstream;
 	nfsd.max_payload = max_payload;
@@ -224,6 +226,16 @@ uint32_t upstream_wtmax(const struct upstream *up)
 void fake_upstream_set_wtmax(uint32_t bytes)
 {
 	the_upstream.wtmax = bytes;
+}
+
+uint32_t upstream_rtmax(const struct upstream *up)
+{
+	return up->rtmax;
+}
+
+void fake_upstream_set_rtmax(uint32_t bytes)
+{
+	the_upstream.rtmax = bytes;
 }
 
 static int proc_is(const struct fake_call *c, uint32_t proc)

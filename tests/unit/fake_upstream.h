@@ -122,6 +122,10 @@ int fake_run_until(int (*cond)(void *arg), void *arg, double max_s);
 /* The upstream's FSINFO wtmax as upstream_wtmax() reports it, bytes. */
 void fake_upstream_set_wtmax(uint32_t bytes);
 
+/* The upstream's FSINFO rtmax as upstream_rtmax() reports it, bytes (0, as
+ * before the first mount, until set). */
+void fake_upstream_set_rtmax(uint32_t bytes);
+
 /* Calls of procedure `proc` (FAKE_ANY_PROC: all) sent since the start. */
 unsigned fake_sent(uint32_t proc);
 
