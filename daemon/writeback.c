@@ -13,7 +13,18 @@
  * bytes are forgotten, the error is counted and reported by the next
  * COMMIT (never an OK with the verifier of the data lost).
  *
- * One pass per object at a time, at most WB_MAX_IN_FLIGHT WRITEs in all.
+ * One pass per object at a time.  WRITEs in flight, all passes together,
+ * fill a window sized to keep the link busy: the bandwidth-delay product
+ * of the measured round trip (upstream_srtt()) and an assumed link rate of
+ * WB_LINK_BYTES_PER_S (10 Gbit/s: a far link faster than that is rare, and
+ * a slower one only queues the window at the upstream).  The window holds
+ * at least WB_MIN_WRITES WRITEs of wtmax (a round trip not measured yet,
+ * loopback), at most cache.writeback_in_flight_max bytes and half of
+ * cache.max_dirty (the buffers read from the backing files are held while
+ * in flight), and at most WB_MAX_WRITES WRITEs: small scattered dirty
+ * ranges cost a WRITE each, and a COMMIT of N of them costs about
+ * N / WB_MAX_WRITES round trips.  One pass may take the whole window (the
+ * first pass in the list goes first: a COMMIT waits for one file).
  *
  * Owns each object's write-back state (o->wb, struct writeback_state): the
  * pass running, the passes counted, the error the next COMMIT reports.  A
@@ -35,8 +46,9 @@
 #include "daemon/upstream.h"
 #include "daemon/writeback.h"
 
-#define WB_MAX_IN_FLIGHT 16       /* WRITEs in flight, all passes */
-#define WB_PASS_IN_FLIGHT 8       /* WRITEs in flight, one pass */
+#define WB_LINK_BYTES_PER_S (10e9 / 8)   /* assumed link rate: 10 Gbit/s */
+#define WB_MIN_WRITES 4           /* WRITEs of wtmax the window holds at least */
+#define WB_MAX_WRITES 256         /* WRITEs in flight at most, all passes */
 #define WB_MAX_RESTARTS 10        /* verifier changes before a pass gives up for now */
 #define WB_TICK_S 0.25            /* expiry and pressure checks */
 #define WB_DEFAULT_WTMAX 65536    /* before the upstream told its wtmax */
@@ -90,7 +102,8 @@ static struct {
 	struct list_node passes;      /* struct wb_pass */
 	struct list_node waiters;     /* struct writeback_waiter */
 	struct list_node throttled;   /* struct cache_waiter: writes waiting for room */
-	unsigned in_flight;
+	unsigned in_flight;           /* WRITEs, all passes */
+	uint64_t bytes_in_flight;     /* their bytes */
 	int stopping;                 /* no new WRITEs: the daemon stops */
 } writeback;
 
@@ -174,6 +187,35 @@ static uint32_t chunk_max(void)
 	if (m == 0)
 		m = WB_DEFAULT_WTMAX;
 	return m;
+}
+
+/*
+ * The bytes of WRITEs in flight at most (see the header): srtt times the
+ * assumed link rate, within [WB_MIN_WRITES * wtmax, min(cache.
+ * writeback_in_flight_max, cache.max_dirty / 2)], never less than one WRITE.
+ */
+static uint64_t window_bytes(void)
+{
+	uint64_t floor_bytes = (uint64_t)WB_MIN_WRITES * chunk_max();
+	uint64_t ceiling = cfg()->cache.writeback_in_flight_max;
+	uint64_t bytes = (uint64_t)(upstream_srtt(nfsd.upstream) * WB_LINK_BYTES_PER_S);
+
+	if (ceiling > cfg()->cache.max_dirty / 2)
+		ceiling = cfg()->cache.max_dirty / 2;
+	if (bytes < floor_bytes)
+		bytes = floor_bytes;
+	if (bytes > ceiling)
+		bytes = ceiling;
+	return bytes > chunk_max() ? bytes : chunk_max();
+}
+
+/* May one more WRITE of `len` bytes go now?  The first always may. */
+static bool window_has_room(uint64_t len)
+{
+	if (writeback.in_flight == 0)
+		return true;
+	return writeback.in_flight < WB_MAX_WRITES &&
+	       writeback.bytes_in_flight + len <= window_bytes();
 }
 
 /* ---- waiters ---------------------------------------------------------- */
@@ -358,10 +400,11 @@ static void chunk_end(struct wb_chunk *c)
 {
 	struct wb_pass *p = c->p;
 
-	free(c->buf);
-	free(c);
 	p->in_flight--;
 	writeback.in_flight--;
+	writeback.bytes_in_flight -= c->len;
+	free(c->buf);
+	free(c);
 	pass_pump(p);
 	pump_all();
 }
@@ -445,12 +488,13 @@ static void pass_pump(struct wb_pass *p)
 {
 	if (writeback.stopping)
 		p->transient = 1;   /* the bytes stay dirty, recorded for the next start */
-	while (p->cur < p->n && !p->error && !p->transient &&
-	       p->in_flight < WB_PASS_IN_FLIGHT && writeback.in_flight < WB_MAX_IN_FLIGHT) {
+	while (p->cur < p->n && !p->error && !p->transient) {
 		uint64_t end = p->ranges[2 * p->cur + 1];
 		uint64_t len = end - p->pos;
 		if (len > chunk_max())
 			len = chunk_max();
+		if (!window_has_room(len))
+			break;
 		struct wb_chunk *c = xcalloc(1, sizeof(*c));
 		c->p = p;
 		c->offset = p->pos;
@@ -461,11 +505,13 @@ static void pass_pump(struct wb_pass *p)
 			p->pos = p->ranges[2 * p->cur];
 		p->in_flight++;
 		writeback.in_flight++;
+		writeback.bytes_in_flight += c->len;
 		if (cache_read_backing_async(p->o, c->offset, c->buf, c->len, chunk_read_done,
 					     c) != 0) {
 			p->transient = 1;   /* the cache is closing: the bytes stay dirty */
 			p->in_flight--;
 			writeback.in_flight--;
+			writeback.bytes_in_flight -= c->len;
 			free(c->buf);
 			free(c);
 		}

@@ -28,6 +28,7 @@ struct nfsd nfsd;
 /* The upstream as upstream.h sees it: one, doing nothing by itself. */
 struct upstream {
 	uint32_t wtmax;
+	double srtt_s;   /* upstream_srtt() */
 };
 
 static struct upstream the_upstream;
@@ -224,6 +225,16 @@ uint32_t upstream_wtmax(const struct upstream *up)
 void fake_upstream_set_wtmax(uint32_t bytes)
 {
 	the_upstream.wtmax = bytes;
+}
+
+double upstream_srtt(const struct upstream *up)
+{
+	return up->srtt_s;
+}
+
+void fake_upstream_set_srtt(double seconds)
+{
+	the_upstream.srtt_s = seconds;
 }
 
 static int proc_is(const struct fake_call *c, uint32_t proc)

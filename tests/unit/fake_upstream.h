@@ -122,6 +122,9 @@ int fake_run_until(int (*cond)(void *arg), void *arg, double max_s);
 /* The upstream's FSINFO wtmax as upstream_wtmax() reports it, bytes. */
 void fake_upstream_set_wtmax(uint32_t bytes);
 
+/* The smoothed round trip upstream_srtt() reports, seconds (0: unknown). */
+void fake_upstream_set_srtt(double seconds);
+
 /* Calls of procedure `proc` (FAKE_ANY_PROC: all) sent since the start. */
 unsigned fake_sent(uint32_t proc);
 

@@ -11,7 +11,9 @@
  *      NFS3ERR_ACCES under a COMMIT) is the answer of the next COMMIT,
  *      never an OK with the verifier of the lost bytes;
  *   3. a WRITE that finds no room under cache.max_dirty, with the upstream
- *      not answering, is answered NFS3ERR_JUKEBOX after upstream.timeout_ms.
+ *      not answering, is answered NFS3ERR_JUKEBOX after upstream.timeout_ms;
+ *   4. the window of WRITEs in flight: WB_MIN_WRITES of wtmax while the
+ *      round trip is unknown, WB_MAX_WRITES small scattered ones at 10 ms.
  * Each asserts the replies, the upstream calls (offset, count, stable,
  * data, credential) and the write-back counters.
  *
@@ -374,6 +376,59 @@ static void test_no_room(void)
 	stop();
 }
 
+/* ---- 4. the window of WRITEs in flight ------------------------------- */
+
+/* Answer pending WRITEs until the COMMIT goes; counts the most in flight. */
+static unsigned drain_writes(unsigned *most)
+{
+	unsigned answered = 0;
+
+	*most = 0;
+	while (fake_pending(NFS3PROC_COMMIT) == 0 && fake_wait_pending(NFS3PROC_WRITE, 1)) {
+		fake_run_for(0.02);   /* every WRITE the window allows is sent */
+		unsigned n = fake_pending(NFS3PROC_WRITE);
+		if (n > *most)
+			*most = n;
+		while (n-- > 0) {
+			upstream_write(fake_pending_nth(NFS3PROC_WRITE, 0), verf1);
+			answered++;
+		}
+	}
+	return answered;
+}
+
+static void test_window(void)
+{
+	unsigned most;
+
+	start(tune);
+	diag("4. the round trip unknown: WB_MIN_WRITES WRITEs of wtmax in flight");
+	writable_file("fh-win");
+	fake_upstream_set_wtmax(4096);
+	fake_upstream_set_srtt(0);
+	taken(write_call("fh-win", 0, 65536, UNSTABLE), 65536, "WRITE [0, 64K)");
+	uint32_t xc = commit_call("fh-win");
+	is_int(drain_writes(&most), 16, "COMMIT: 16 WRITEs of 4K");
+	is_int(most, WB_MIN_WRITES, "... at most WB_MIN_WRITES in flight");
+	ok(fake_wait_pending(NFS3PROC_COMMIT, 1), "then a COMMIT");
+	upstream_commit(fake_pending_nth(NFS3PROC_COMMIT, 0), verf1);
+	status_is(xc, NFS3_OK, "COMMIT: NFS3_OK");
+
+	diag("4b. 10 ms round trip, 300 scattered 512-byte ranges: WB_MAX_WRITES in flight");
+	fake_upstream_set_srtt(0.010);
+	for (unsigned i = 0; i < 300; i++)
+		if (!taken(write_call("fh-win", 65536 + 640 * i, 512, UNSTABLE), 512, "scattered WRITE"))
+			break;
+	xc = commit_call("fh-win");
+	is_int(drain_writes(&most), 300, "COMMIT: 300 WRITEs, one per range");
+	is_int(most, WB_MAX_WRITES, "... WB_MAX_WRITES (256) in flight at once, not 8");
+	ok(fake_wait_pending(NFS3PROC_COMMIT, 1), "then a COMMIT");
+	upstream_commit(fake_pending_nth(NFS3PROC_COMMIT, 0), verf1);
+	status_is(xc, NFS3_OK, "COMMIT: NFS3_OK");
+	is_int(stats.cache_dirty_bytes, 0, "cache.dirty.bytes 0");
+	stop();
+}
+
 int main(void)
 {
 	fake_watchdog(60);
@@ -387,6 +442,7 @@ int main(void)
 	test_verifier_change();
 	test_refused();
 	test_no_room();
+	test_window();
 
 	ev_loop_destroy(lp);
 	return done();
