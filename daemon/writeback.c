@@ -11,7 +11,11 @@
  * hears of it.  An upstream that does not answer leaves the bytes dirty; an
  * upstream that refuses them (NFS3ERR_NOSPC, STALE...) fails the pass: the
  * bytes are forgotten, the error is counted and reported by the next
- * COMMIT (never an OK with the verifier of the data lost).
+ * COMMIT (never an OK with the verifier of the data lost).  With
+ * cache.commit = local a COMMIT may already have been answered OK for
+ * them: the refusal is logged and counted, and the bytes stay dirty (in
+ * memory and in the index) and are tried again after a backoff that
+ * doubles from WB_RETRY_MIN_S to WB_RETRY_MAX_S (`flush` tries at once).
  *
  * One pass per object at a time.  WRITEs in flight, all passes together,
  * fill a window sized to keep the link busy: the bandwidth-delay product
@@ -51,6 +55,8 @@
 #define WB_MAX_WRITES 256         /* WRITEs in flight at most, all passes */
 #define WB_MAX_RESTARTS 10        /* verifier changes before a pass gives up for now */
 #define WB_TICK_S 0.25            /* expiry and pressure checks */
+#define WB_RETRY_MIN_S 1.0        /* first wait after a refusal (cache.commit = local) */
+#define WB_RETRY_MAX_S 60.0       /* longest wait between tries of refused bytes */
 #define WB_DEFAULT_WTMAX 65536    /* before the upstream told its wtmax */
 
 struct wb_pass {
@@ -87,6 +93,9 @@ struct writeback_state {
 	uint32_t error;               /* nfsstat3 of a failed write-back, reported by the
 				       * next COMMIT; 0 = none */
 	bool removed;                 /* the file's last link was removed through us */
+	ev_tstamp retry_at;           /* cache.commit = local: loop time refused bytes are
+				       * tried again (0: no wait) */
+	double backoff_s;             /* the wait after the next refusal */
 };
 
 struct flush_all {
@@ -299,8 +308,24 @@ static void pass_finish(struct wb_pass *p, int status)
 
 	if (status == 0) {
 		cache_commit_settle(o, CACHE_COMMITTED);
+		s->retry_at = 0;
+		s->backoff_s = 0;
 	} else if (status < 0) {
 		cache_commit_settle(o, CACHE_RESEND);
+	} else if (cfg()->cache.commit == COMMIT_LOCAL && !s->removed) {
+		/* a COMMIT may have been answered for them: kept, tried again later */
+		cache_commit_settle(o, CACHE_RESEND);
+		stats.cache_writeback_errors++;
+		if (status == NFS3ERR_ACCES || status == NFS3ERR_PERM)
+			cache_access_forget(o);   /* asked again before a write is taken */
+		s->backoff_s = s->backoff_s == 0 ? WB_RETRY_MIN_S : s->backoff_s * 2;
+		if (s->backoff_s > WB_RETRY_MAX_S)
+			s->backoff_s = WB_RETRY_MAX_S;
+		s->retry_at = ev_now(writeback.loop) + s->backoff_s;
+		log_warning("writeback: object %llu: the upstream refused the data (NFS status %d): "
+			    "%llu bytes committed locally kept, tried again in %.0f s",
+			    (unsigned long long)o->id, status,
+			    (unsigned long long)cache_unwritten_bytes(o), s->backoff_s);
 	} else {
 		cache_commit_settle(o, CACHE_FAILED);
 		if (!s->removed) {
@@ -586,10 +611,13 @@ static void tick_cb(struct ev_loop *loop, ev_timer *t, int revents)
 			recover_start(o);
 		if (pass_of(o) || o->wb_recover || o->dirty.count == 0)
 			continue;
+		if (o->wb && now < o->wb->retry_at && !waited_for(o))
+			continue;   /* refused lately: tried again after its backoff */
 		if (pressure || now - o->dirty_since >= expire_s || waited_for(o))
 			pass_start(o);
 	}
 	throttled_wake();
+	cache_unwritten_refresh();
 }
 
 bool writeback_throttle(uint32_t len, struct cache_waiter *w)

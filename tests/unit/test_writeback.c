@@ -13,7 +13,10 @@
  *   3. a WRITE that finds no room under cache.max_dirty, with the upstream
  *      not answering, is answered NFS3ERR_JUKEBOX after upstream.timeout_ms;
  *   4. the window of WRITEs in flight: WB_MIN_WRITES of wtmax while the
- *      round trip is unknown, WB_MAX_WRITES small scattered ones at 10 ms.
+ *      round trip is unknown, WB_MAX_WRITES small scattered ones at 10 ms;
+ *   5. cache.commit = local: COMMIT answered once the index recorded the
+ *      bytes, with no upstream call; a refused write-back keeps them dirty
+ *      and unwritten, counted, not reported; the next one writes them.
  * Each asserts the replies, the upstream calls (offset, count, stable,
  * data, credential) and the write-back counters.
  *
@@ -429,6 +432,64 @@ static void test_window(void)
 	stop();
 }
 
+/* ---- 5. cache.commit = local ------------------------------------------ */
+
+static void tune_local(struct nfsd_conf *cfg)
+{
+	tune(cfg);
+	cfg->cache.commit = COMMIT_LOCAL;
+}
+
+static void test_commit_local(void)
+{
+	char verf0[NFS3_WRITEVERFSIZE];
+	int flush_status = -1;
+
+	start(tune_local);
+	diag("5. cache.commit = local: COMMIT answered from the index, no upstream call");
+	writable_file("fh-local");
+	memcpy(verf0, nfsd.write_verf, sizeof(verf0));
+	taken(write_call("fh-local", 0, 8192, UNSTABLE), 8192, "WRITE [0, 8K)");
+	is_int(stats.cache_unwritten_bytes, 0, "cache.unwritten.bytes 0 before the COMMIT");
+	const struct fake_reply *r = fake_wait_reply(commit_call("fh-local"));
+	ok(r && r->status == NFS3_OK && memcmp(r->verf, verf0, sizeof(verf0)) == 0,
+	   "COMMIT: NFS3_OK with the WRITE's verifier");
+	is_int(fake_sent(FAKE_ANY_PROC), 0, "... without any upstream call");
+	is_int(stats.cache_unwritten_bytes, 8192, "cache.unwritten.bytes 8192");
+	is_int(stats.cache_dirty_bytes, 8192, "cache.dirty.bytes 8192");
+
+	diag("5b. the upstream refuses the write-back: kept, counted, not reported");
+	is_int(writeback_flush_all(flush_done, &flush_status), 0, "flush: write-back starts");
+	ok(fake_wait_pending(NFS3PROC_WRITE, 1) && write_sent(0, 8192), "... one WRITE of [0, 8K)");
+	fake_complete_status(fake_pending_nth(NFS3PROC_WRITE, 0), NFS3ERR_ACCES);
+	fake_run_until(flushed, &flush_status, 5.0);
+	is_int(flush_status, NFS3ERR_ACCES, "the flush reports NFS3ERR_ACCES");
+	is_int(stats.cache_writeback_errors, 1, "cache.writeback.errors 1");
+	is_int(stats.cache_dirty_bytes, 8192, "cache.dirty.bytes 8192: kept");
+	is_int(stats.cache_unwritten_bytes, 8192, "cache.unwritten.bytes 8192: kept");
+	ok(memcmp(nfsd.write_verf, verf0, sizeof(verf0)) == 0, "the write verifier stays");
+	r = fake_wait_reply(commit_call("fh-local"));
+	ok(r && r->status == NFS3_OK && memcmp(r->verf, verf0, sizeof(verf0)) == 0,
+	   "the next COMMIT: NFS3_OK with the same verifier (the error is not reported)");
+	is_int(fake_sent(NFS3PROC_WRITE), 1, "... and sends nothing upstream");
+	fake_run_for(0.6);
+	is_int(fake_pending(NFS3PROC_WRITE), 0, "no retry before the backoff (1 s) even past the expiry tick");
+
+	diag("5c. a later flush writes them");
+	flush_status = -1;
+	is_int(writeback_flush_all(flush_done, &flush_status), 0, "flush: write-back starts");
+	ok(fake_wait_pending(NFS3PROC_WRITE, 1) && write_sent(0, 8192), "... one WRITE of [0, 8K)");
+	upstream_write(fake_pending_nth(NFS3PROC_WRITE, 0), verf1);
+	ok(fake_wait_pending(NFS3PROC_COMMIT, 1), "then a COMMIT");
+	upstream_commit(fake_pending_nth(NFS3PROC_COMMIT, 0), verf1);
+	fake_run_until(flushed, &flush_status, 5.0);
+	is_int(flush_status, 0, "the flush is OK");
+	is_int(stats.cache_unwritten_bytes, 0, "cache.unwritten.bytes 0");
+	is_int(stats.cache_unwritten_oldest_s, 0, "cache.unwritten.oldest_s 0");
+	is_int(stats.cache_dirty_bytes, 0, "cache.dirty.bytes 0");
+	stop();
+}
+
 int main(void)
 {
 	fake_watchdog(60);
@@ -443,6 +504,7 @@ int main(void)
 	test_refused();
 	test_no_room();
 	test_window();
+	test_commit_local();
 
 	ev_loop_destroy(lp);
 	return done();
