@@ -200,6 +200,7 @@ void object_free(struct cache_object *o)
 	extent_set_clear(&o->valid);
 	extent_set_clear(&o->dirty);
 	extent_set_clear(&o->commit);
+	extent_set_clear(&o->unwritten);
 	o->magic = 0;
 	free(o);
 }

@@ -136,6 +136,14 @@ struct cache_object {
 					  * "written to" mark in the index */
 	size_t recorded_ranges;          /* persist.c: valid ranges the index holds (or a
 					  * running batch is writing) for it */
+	struct extent_set unwritten;     /* dirty.c: bytes a COMMIT answered locally
+					  * (cache_sync) made stable that are not committed
+					  * upstream yet (⊆ dirty ∪ commit) */
+	ev_tstamp unwritten_since;       /* dirty.c: loop time the oldest of them became
+					  * stable locally; 0 = none */
+	ev_tstamp unwritten_later;       /* dirty.c: loop time the first of them added
+					  * after the running pass took the dirty ranges
+					  * became stable; 0 = none */
 };
 
 /* A call waiting for something in flight on an object (a fetch, GETATTR).
@@ -336,6 +344,33 @@ void cache_commit_settle(struct cache_object *o, enum cache_settle how);
  * bytes dropped.
  */
 uint64_t cache_dirty_drop(struct cache_object *o, uint64_t start, uint64_t end);
+
+/*
+ * cache.commit = local (DESIGN.md "Write-back"; RFC 1813 §3.3.21: what a
+ * COMMIT promises is stable storage): make the bytes of `o` not committed
+ * upstream stable locally.  `o` is marked for the index's batch, which
+ * fdatasyncs the backing files and records the dirty ranges in one index
+ * transaction (what recovery after a crash relies on); the batch starts
+ * now unless one is running (then right after it).  done(arg, rc) fires
+ * once a batch that snapshotted `o` after this call has completed: rc 0,
+ * and the bytes uncommitted at the call (still so) count in
+ * cache.unwritten.bytes until committed upstream; a batch that fails is
+ * tried again and the caller waits for the next; rc -ECANCELED when the
+ * cache closes first.  Returns 0: done fires exactly once, later, never
+ * from inside this call; -EALREADY: nothing of `o` is uncommitted (done
+ * never fires: answer at once); -ENODEV: the cache is not open.  Pins
+ * `o` while it waits.  Never blocks.
+ */
+int cache_sync(struct cache_object *o, void (*done)(void *arg, int rc), void *arg);
+
+/* Bytes of `o` made stable by cache_sync() and not committed upstream. */
+uint64_t cache_unwritten_bytes(const struct cache_object *o);
+
+/* Set the gauge cache.unwritten.oldest_s (whole seconds since the oldest
+ * unwritten byte became stable locally; for bytes recovered from the index,
+ * since the cache opened; 0 when none) from the loop time now.
+ * cache.unwritten.bytes is kept as the ranges change. */
+void cache_unwritten_refresh(void);
 
 /* The objects holding bytes not committed upstream (dirty, or sent and
  * awaiting COMMIT: cache_has_uncommitted()), in the order they first

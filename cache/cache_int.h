@@ -51,6 +51,9 @@ struct cache_state {
 	ARRAY(int) sync_fds;            /* persist.c: closed backing files the next batch
 					 * syncs (and closes) first */
 	ARRAY(uint64_t) deletes;        /* persist.c: ids whose rows the next batch removes */
+	uint64_t batch_seq;             /* persist.c: batches started so far (the running
+					 * one's number) */
+	struct list_node sync_waiters;  /* persist.c: cache_sync() callers, struct sync_waiter */
 	bool batch_again;               /* persist.c, dirty.c set; lease.c clears: a batch
 					 * is wanted as soon as the index lease is free */
 	enum index_holder index_holder; /* lease.c only */
@@ -88,14 +91,18 @@ bool object_cullable(const struct cache_object *o);
 void object_remove(struct cache_object *o);
 /* Free `o` (out of every list already), the daemon's free hook first. */
 void object_free(struct cache_object *o);
-/* Free `o` (out of every list already), the daemon's free hook first. */
-void object_free(struct cache_object *o);
 
 /* dirty.c: the write-back state */
 uint64_t object_uncommitted_bytes(const struct cache_object *o);
 void dirty_changed(struct cache_object *o, uint64_t before);
 int foreach_clean_part(const struct cache_object *o, uint64_t start, uint64_t end,
 		       int (*fn)(uint64_t s, uint64_t e, void *ctx), void *ctx);
+/* A cache_sync() batch completed: the bytes of `stable` still uncommitted
+ * are unwritten (cache.unwritten.*). */
+void unwritten_add(struct cache_object *o, const struct extent_set *stable);
+/* Loaded from the index with cache.commit = local: every dirty byte is
+ * unwritten (a COMMIT may have been answered for it), as of now. */
+void unwritten_recovered(struct cache_object *o);
 
 /* persist.c: the batched index commits */
 void persist_mark(struct cache_object *o);

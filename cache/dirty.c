@@ -3,7 +3,10 @@
  * bytes written locally and not sent upstream yet (dirty), those a pass
  * sent and has not committed yet (commit), the size and mtime clients see
  * meanwhile, the writer's credential, the list of objects with dirty data
- * and the cache.dirty.bytes gauge.  Not here: sending anything upstream
+ * and the cache.dirty.bytes gauge; with cache.commit = local, the bytes a
+ * COMMIT answered locally made stable and not committed upstream yet
+ * (unwritten: always within dirty ∪ commit, so every change of those sets
+ * keeps it exact) and the cache.unwritten.* gauges.  Not here: sending anything upstream
  * (daemon/writeback.c), nor persisting the sets (persist.c).
  */
 #include "config.h"
@@ -54,10 +57,98 @@ static void uncommitted_set(struct cache_object *o, uint64_t now)
 		list_add_tail(&cache_state.wb_list, &o->wb_link);
 }
 
+static int add_clean_part(uint64_t s, uint64_t e, void *ctx)
+{
+	extent_set_add(ctx, s, e);
+	return 0;
+}
+
+struct trim_ctx {
+	const struct cache_object *o;
+	struct extent_set *gone;
+};
+
+static int find_committed(uint64_t s, uint64_t e, void *ctx)
+{
+	struct trim_ctx *t = ctx;
+
+	return foreach_clean_part(t->o, s, e, add_clean_part, t->gone);
+}
+
+/* unwritten ∩= dirty ∪ commit: bytes committed upstream (or dropped) are
+ * no longer unwritten; the gauges follow. */
+static void unwritten_trim(struct cache_object *o)
+{
+	uint64_t before = o->unwritten.bytes;
+	struct extent_set gone;
+
+	if (o->unwritten.count == 0)
+		return;
+	extent_set_init(&gone);
+	struct trim_ctx t = { o, &gone };
+	extent_set_foreach(&o->unwritten, find_committed, &t);
+	extent_set_foreach(&gone, remove_range, &o->unwritten);
+	extent_set_clear(&gone);
+	stats.cache_unwritten_bytes -= before - o->unwritten.bytes;
+	if (o->unwritten.count == 0) {
+		o->unwritten_since = o->unwritten_later = 0;
+		cache_unwritten_refresh();
+	}
+}
+
 void dirty_changed(struct cache_object *o, uint64_t before)
 {
 	(void)before;
 	uncommitted_set(o, union_bytes(o));
+	unwritten_trim(o);
+}
+
+void unwritten_add(struct cache_object *o, const struct extent_set *stable)
+{
+	uint64_t before = o->unwritten.bytes;
+	ev_tstamp now = ev_now(cache_state.loop);
+
+	extent_set_foreach(stable, add_range, &o->unwritten);
+	stats.cache_unwritten_bytes += o->unwritten.bytes - before;
+	unwritten_trim(o);   /* committed upstream meanwhile: not unwritten */
+	if (o->unwritten.bytes == before)
+		return;
+	if (o->unwritten_since == 0)
+		o->unwritten_since = now;
+	else if (o->commit.count && o->unwritten_later == 0)
+		o->unwritten_later = now;   /* not in the running pass */
+	cache_unwritten_refresh();
+}
+
+void unwritten_recovered(struct cache_object *o)
+{
+	uint64_t before = o->unwritten.bytes;
+
+	extent_set_foreach(&o->dirty, add_range, &o->unwritten);
+	stats.cache_unwritten_bytes += o->unwritten.bytes - before;
+	if (o->unwritten.count && o->unwritten_since == 0)
+		o->unwritten_since = ev_now(cache_state.loop);
+}
+
+uint64_t cache_unwritten_bytes(const struct cache_object *o)
+{
+	return o->unwritten.bytes;
+}
+
+void cache_unwritten_refresh(void)
+{
+	struct list_node *pos;
+	ev_tstamp oldest = 0;
+
+	if (!cache_state.loop)
+		return;
+	for (pos = cache_state.wb_list.next; pos != &cache_state.wb_list; pos = pos->next) {
+		const struct cache_object *o = list_entry(pos, struct cache_object, wb_link);
+		if (o->unwritten.count && (oldest == 0 || o->unwritten_since < oldest))
+			oldest = o->unwritten_since;
+	}
+	ev_tstamp age = oldest ? ev_now(cache_state.loop) - oldest : 0;
+	stats.cache_unwritten_oldest_s = age > 0 ? (uint64_t)age : 0;
 }
 
 /*
@@ -213,6 +304,7 @@ uint64_t *cache_dirty_take(struct cache_object *o, size_t *n)
 	extent_set_foreach(&o->dirty, add_range, &o->commit);
 	extent_set_clear(&o->dirty);
 	dirty_changed(o, before);
+	o->unwritten_later = 0;   /* every unwritten byte is in this pass */
 	return ranges;
 }
 
@@ -234,6 +326,14 @@ void cache_commit_settle(struct cache_object *o, enum cache_settle how)
 	}
 	extent_set_clear(&o->commit);
 	dirty_changed(o, before);
+	if (o->unwritten.count && o->unwritten_later) {
+		/* what is left became stable after the pass took its ranges (or
+		 * was written again since: counted as of that time) */
+		if (how == CACHE_COMMITTED)
+			o->unwritten_since = o->unwritten_later;
+		o->unwritten_later = 0;
+		cache_unwritten_refresh();
+	}
 	persist_mark(o);
 }
 

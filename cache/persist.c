@@ -5,6 +5,8 @@
  * written to the index in one transaction, on a worker thread, under the
  * index lease (lease.c).  A range reaches the index only after its data
  * was synced.  On start the index is loaded back into the object table.
+ * cache_sync() callers (cache.commit = local) wait for the first batch
+ * that snapshotted their object after they asked, and start one at once.
  * Not here: what the objects hold and when it changes (cache.c, dirty.c),
  * starting and stopping the module (cache.c).
  */
@@ -48,7 +50,18 @@ void batch_sync_fd(int fd)
 	ARRAY_PUSH(&cache_state.sync_fds, fd);
 }
 
+/* A cache_sync() caller. */
+struct sync_waiter {
+	struct list_node link;        /* in cache_state.sync_waiters */
+	struct cache_object *o;       /* pinned while it waits */
+	struct extent_set stable;     /* o's dirty ∪ commit at the call */
+	uint64_t need;                /* done once batch number `need` completed */
+	void (*done)(void *arg, int rc);
+	void *arg;
+};
+
 struct batch_job {
+	uint64_t seq;         /* cache_state.batch_seq when it started */
 	struct index_record *recs;
 	size_t n;
 	int *fds;             /* dup()s of the backing files to sync */
@@ -63,10 +76,63 @@ static void batch_work(void *arg)
 	struct batch_job *job = arg;
 
 	for (size_t i = 0; i < job->nfds; i++) {
-		fdatasync(job->fds[i]);
+		/* ranges whose data may not be on the disk never reach the index */
+		if (fdatasync(job->fds[i]) != 0 && job->rc == 0)
+			job->rc = -errno;
 		close(job->fds[i]);
 	}
-	job->rc = index_write(cache_state.index, job->recs, job->n);
+	if (job->rc == 0)
+		job->rc = index_write(cache_state.index, job->recs, job->n);
+}
+
+/* Answer the cache_sync() callers batch `seq` served (rc 0), or all of
+ * them (the cache closes: rc -ECANCELED). */
+static void sync_waiters_answer(uint64_t seq, int rc)
+{
+	struct list_node *pos, *tmp, ready;
+
+	list_init(&ready);
+	list_for_each_safe(pos, tmp, &cache_state.sync_waiters) {
+		struct sync_waiter *w = list_entry(pos, struct sync_waiter, link);
+		if (rc != 0 || w->need <= seq) {
+			list_del(&w->link);
+			list_add_tail(&ready, &w->link);
+		}
+	}
+	while (!list_empty(&ready)) {
+		struct sync_waiter *w = list_entry(ready.next, struct sync_waiter, link);
+		list_del(&w->link);
+		if (rc == 0)
+			unwritten_add(w->o, &w->stable);
+		extent_set_clear(&w->stable);
+		cache_unpin(w->o);
+		w->done(w->arg, rc);
+		free(w);
+	}
+}
+
+int cache_sync(struct cache_object *o, void (*done)(void *arg, int rc), void *arg)
+{
+	if (!cache_state.workers)
+		return -ENODEV;
+	if (!cache_has_uncommitted(o))
+		return -EALREADY;
+	struct sync_waiter *w = xcalloc(1, sizeof(*w));
+	w->o = o;
+	extent_set_init(&w->stable);
+	extent_set_foreach(&o->dirty, add_range, &w->stable);
+	extent_set_foreach(&o->commit, add_range, &w->stable);
+	w->need = cache_state.batch_seq + 1;   /* the next batch snapshots o */
+	w->done = done;
+	w->arg = arg;
+	cache_pin(o);
+	list_add_tail(&cache_state.sync_waiters, &w->link);
+	persist_mark(o);
+	if (index_lease_holder() != INDEX_FREE)
+		cache_state.batch_again = true;   /* right after the running job */
+	else
+		batch_start();
+	return 0;
 }
 
 static void batch_done(void *arg)
@@ -92,12 +158,19 @@ static void batch_done(void *arg)
 	}
 	free(job->objs);
 
+	if (job->rc != 0)
+		log_limited(LOG_LEVEL_ERROR, "cache: index batch failed: %s: tried again",
+			    strerror(-job->rc));
+	uint64_t seq = job->seq;
+	int rc = job->rc;
 	free(job->recs);
 	free(job->fds);
 	free(job->ranges);
 	free(job);
 	/* after the objects above: a batch asked for by a woken call holds them */
 	index_lease_release();
+	if (rc == 0)
+		sync_waiters_answer(seq, 0);
 }
 
 /* Snapshot the changed objects and hand them to a worker. */
@@ -121,6 +194,7 @@ void batch_start(void)
 		nranges += o->valid.count + o->dirty.count + o->commit.count;
 	}
 	struct batch_job *job = xcalloc(1, sizeof(*job));
+	job->seq = ++cache_state.batch_seq;
 	job->recs = xcalloc(n, sizeof(*job->recs));
 	job->objs = xcalloc(n, sizeof(*job->objs));
 	job->fds = xcalloc(n + cache_state.sync_fds.n, sizeof(*job->fds));
@@ -219,9 +293,16 @@ static int load_one(const struct index_record *r, void *ctx)
 		extent_set_add(&o->valid, r->dirty[2 * i], r->dirty[2 * i + 1]);
 		extent_set_add(&o->dirty, r->dirty[2 * i], r->dirty[2 * i + 1]);
 	}
-	if (o->dirty.count) {
+	if (o->dirty.count && cache_state.cfg->commit == COMMIT_LOCAL) {
+		/* a COMMIT may have been answered for any of them: written back
+		 * whatever the upstream file became meanwhile (the write-back of
+		 * bytes already sent may have changed it), never dropped */
+		o->wb_recover = CACHE_RECOVER_NONE;
+	} else if (o->dirty.count) {
 		/* written back once the upstream file is shown unchanged since */
 		o->wb_recover = CACHE_RECOVER_PENDING;
+	}
+	if (o->dirty.count) {
 		o->wb_cred.flavor = RPC_AUTH_SYS;
 		o->wb_cred.uid = r->wb_uid;
 		o->wb_cred.gid = r->wb_gid;
@@ -235,6 +316,8 @@ static int load_one(const struct index_record *r, void *ctx)
 		o->local_mtime_ns = o->coh.mtime_ns;
 		o->dirty_since = ev_now(cache_state.loop);
 		dirty_changed(o, 0);
+		if (cache_state.cfg->commit == COMMIT_LOCAL)
+			unwritten_recovered(o);
 	}
 	o->recorded_ranges = r->nranges;
 	stats.cache_bytes += o->valid.bytes;
@@ -250,6 +333,7 @@ int persist_load(void)
 /* The batch every BATCH_INTERVAL_S. */
 void persist_start(void)
 {
+	list_init(&cache_state.sync_waiters);
 	ev_timer_init(&cache_state.batch_timer, batch_timer_cb, BATCH_INTERVAL_S, BATCH_INTERVAL_S);
 	ev_timer_start(cache_state.loop, &cache_state.batch_timer);
 	ev_unref(cache_state.loop);   /* the batch timer alone does not keep the loop running */
@@ -259,6 +343,8 @@ void persist_stop(void)
 {
 	ev_ref(cache_state.loop);
 	ev_timer_stop(cache_state.loop, &cache_state.batch_timer);
+	/* the last batch records their bytes all the same */
+	sync_waiters_answer(0, -ECANCELED);
 }
 
 /* The last batch of a clean stop (its worker pool runs it to the end). */
@@ -282,4 +368,5 @@ void persist_free(void)
 		close(cache_state.sync_fds.v[i]);
 	ARRAY_FREE(&cache_state.sync_fds);
 	ARRAY_FREE(&cache_state.deletes);
+	stats.cache_unwritten_bytes = stats.cache_unwritten_oldest_s = 0;
 }

@@ -33,7 +33,7 @@
 	X(cache_invalidations, "cache.invalidations", "objects whose data was dropped: a change not made through nfscached, nfscachectl invalidate") \
 	X(cache_write_bytes, "cache.write.bytes", "bytes of WRITEs accepted into the cache (written locally or through)") \
 	X(cache_writeback_bytes, "cache.writeback.bytes", "dirty bytes written back to the upstream") \
-	X(cache_writeback_errors, "cache.writeback.errors", "write-backs that failed for good (reported on the next COMMIT)") \
+	X(cache_writeback_errors, "cache.writeback.errors", "write-backs the upstream refused for good (reported on the next COMMIT; with cache.commit = local kept and retried)") \
 	X(cache_culled_objects, "cache.culled.objects", "objects culled to make room (least recently used first)") \
 	X(cache_culled_bytes, "cache.culled.bytes", "valid bytes of the objects culled") \
 	X(cache_nospace, "cache.nospace", "ENOSPC/EDQUOT from backing file writes") \
@@ -61,6 +61,8 @@
 	X(cache_objects, "cache.objects", "cache objects held") \
 	X(cache_bytes, "cache.bytes", "valid bytes held in backing files") \
 	X(cache_dirty_bytes, "cache.dirty.bytes", "bytes written locally and not yet committed upstream") \
+	X(cache_unwritten_bytes, "cache.unwritten.bytes", "bytes a COMMIT answered locally (cache.commit = local) made stable that are not yet committed upstream") \
+	X(cache_unwritten_oldest_s, "cache.unwritten.oldest_s", "age in seconds of the oldest of those bytes; 0 when none") \
 	X(cache_metadata_entries, "cache.metadata.entries", "namespace cache entries held: attributes of a handle, or a name in a directory")
 
 #endif

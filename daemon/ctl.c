@@ -91,6 +91,11 @@ static int ctl_handle_status(int argc, char **argv, FILE *out)
 	fprintf(out, "cache_dir %s\n", nfsd.cfg.cache.dir);
 	fprintf(out, "cache_objects %llu\n", (unsigned long long)stats.cache_objects);
 	fprintf(out, "cache_bytes %llu\n", (unsigned long long)stats.cache_bytes);
+	fprintf(out, "commit %s\n", nfsd.cfg.cache.commit == COMMIT_LOCAL ? "local" : "upstream");
+	if (nfsd.cache_on)
+		cache_unwritten_refresh();
+	fprintf(out, "unwritten_bytes %llu\n", (unsigned long long)stats.cache_unwritten_bytes);
+	fprintf(out, "unwritten_oldest_s %llu\n", (unsigned long long)stats.cache_unwritten_oldest_s);
 	fprintf(out, "metadata %s\n", meta_on() ? "on" : "off");
 	fprintf(out, "metadata_entries %llu\n", (unsigned long long)stats.cache_metadata_entries);
 	fprintf(out, "metadata_bytes %llu\n", (unsigned long long)meta_bytes());

@@ -16,7 +16,10 @@
  * bytes in between stay).
  *
  * COMMIT answers once every dirty byte of the file is committed upstream,
- * an error when a write-back failed.  SETATTR writes the file's dirty data
+ * an error when a write-back failed; with cache.commit = local, once they
+ * are on stable local storage and in the index (cache_sync(): no upstream
+ * call), always with the daemon's verifier, write-back going on in the
+ * background (writeback.c keeps what the upstream refuses).  SETATTR writes the file's dirty data
  * back first (Linux nfs_setattr); REMOVE of the file's last link drops it.
  *
  * cache.write_mode = writethrough: WRITEs go upstream and their bytes are
@@ -61,6 +64,12 @@ struct write_op {
 static bool writeback_mode(void)
 {
 	return nfsd.cache_on && nfsd.cfg.cache.write_mode == WRITE_MODE_WRITEBACK;
+}
+
+/* cache.commit = local (read at each COMMIT: a reload applies at once). */
+static bool commit_local(void)
+{
+	return writeback_mode() && nfsd.cfg.cache.commit == COMMIT_LOCAL;
 }
 
 static struct write_op *op_new(struct nfsd_call *call, struct cache_object *o)
@@ -419,6 +428,15 @@ static void commit_after_flush(struct writeback_waiter *w, int status)
 	call_reply(call, &res);
 }
 
+/* cache_sync() is done: the bytes are stable locally (or the cache closes
+ * first: the client asks again). */
+static void commit_synced(void *arg, int rc)
+{
+	struct write_op *op = arg;
+
+	commit_after_flush(&op->wbw, rc == 0 ? 0 : -ECANCELED);
+}
+
 void nfsd_proc_commit(struct nfsd_call *call)
 {
 	COMMIT3args *a = call->args;
@@ -435,6 +453,12 @@ void nfsd_proc_commit(struct nfsd_call *call)
 	/* the whole file, whatever range was asked: one pass holds it all */
 	struct write_op *op = op_new(call, o);
 	op->wbw.done = commit_after_flush;
+	if (commit_local()) {
+		/* nothing of it waits for the upstream */
+		if (cache_sync(o, commit_synced, op) != 0)
+			commit_after_flush(&op->wbw, 0);   /* nothing uncommitted */
+		return;
+	}
 	if (writeback_flush(o, &op->wbw) != 0)
 		commit_after_flush(&op->wbw, 0);   /* nothing to write back */
 }

@@ -11,9 +11,24 @@
  * hears of it.  An upstream that does not answer leaves the bytes dirty; an
  * upstream that refuses them (NFS3ERR_NOSPC, STALE...) fails the pass: the
  * bytes are forgotten, the error is counted and reported by the next
- * COMMIT (never an OK with the verifier of the data lost).
+ * COMMIT (never an OK with the verifier of the data lost).  With
+ * cache.commit = local a COMMIT may already have been answered OK for
+ * them: the refusal is logged and counted, and the bytes stay dirty (in
+ * memory and in the index) and are tried again after a backoff that
+ * doubles from WB_RETRY_MIN_S to WB_RETRY_MAX_S (`flush` tries at once).
  *
- * One pass per object at a time, at most WB_MAX_IN_FLIGHT WRITEs in all.
+ * One pass per object at a time.  WRITEs in flight, all passes together,
+ * fill a window sized to keep the link busy: the bandwidth-delay product
+ * of the measured round trip (upstream_srtt()) and an assumed link rate of
+ * WB_LINK_BYTES_PER_S (10 Gbit/s: a far link faster than that is rare, and
+ * a slower one only queues the window at the upstream).  The window holds
+ * at least WB_MIN_WRITES WRITEs of wtmax (a round trip not measured yet,
+ * loopback), at most cache.writeback_in_flight_max bytes and half of
+ * cache.max_dirty (the buffers read from the backing files are held while
+ * in flight), and at most WB_MAX_WRITES WRITEs: small scattered dirty
+ * ranges cost a WRITE each, and a COMMIT of N of them costs about
+ * N / WB_MAX_WRITES round trips.  One pass may take the whole window (the
+ * first pass in the list goes first: a COMMIT waits for one file).
  *
  * Owns each object's write-back state (o->wb, struct writeback_state): the
  * pass running, the passes counted, the error the next COMMIT reports.  A
@@ -35,10 +50,13 @@
 #include "daemon/upstream.h"
 #include "daemon/writeback.h"
 
-#define WB_MAX_IN_FLIGHT 16       /* WRITEs in flight, all passes */
-#define WB_PASS_IN_FLIGHT 8       /* WRITEs in flight, one pass */
+#define WB_LINK_BYTES_PER_S (10e9 / 8)   /* assumed link rate: 10 Gbit/s */
+#define WB_MIN_WRITES 4           /* WRITEs of wtmax the window holds at least */
+#define WB_MAX_WRITES 256         /* WRITEs in flight at most, all passes */
 #define WB_MAX_RESTARTS 10        /* verifier changes before a pass gives up for now */
 #define WB_TICK_S 0.25            /* expiry and pressure checks */
+#define WB_RETRY_MIN_S 1.0        /* first wait after a refusal (cache.commit = local) */
+#define WB_RETRY_MAX_S 60.0       /* longest wait between tries of refused bytes */
 #define WB_DEFAULT_WTMAX 65536    /* before the upstream told its wtmax */
 
 struct wb_pass {
@@ -75,6 +93,9 @@ struct writeback_state {
 	uint32_t error;               /* nfsstat3 of a failed write-back, reported by the
 				       * next COMMIT; 0 = none */
 	bool removed;                 /* the file's last link was removed through us */
+	ev_tstamp retry_at;           /* cache.commit = local: loop time refused bytes are
+				       * tried again (0: no wait) */
+	double backoff_s;             /* the wait after the next refusal */
 };
 
 struct flush_all {
@@ -90,7 +111,8 @@ static struct {
 	struct list_node passes;      /* struct wb_pass */
 	struct list_node waiters;     /* struct writeback_waiter */
 	struct list_node throttled;   /* struct cache_waiter: writes waiting for room */
-	unsigned in_flight;
+	unsigned in_flight;           /* WRITEs, all passes */
+	uint64_t bytes_in_flight;     /* their bytes */
 	int stopping;                 /* no new WRITEs: the daemon stops */
 } writeback;
 
@@ -176,6 +198,35 @@ static uint32_t chunk_max(void)
 	return m;
 }
 
+/*
+ * The bytes of WRITEs in flight at most (see the header): srtt times the
+ * assumed link rate, within [WB_MIN_WRITES * wtmax, min(cache.
+ * writeback_in_flight_max, cache.max_dirty / 2)], never less than one WRITE.
+ */
+static uint64_t window_bytes(void)
+{
+	uint64_t floor_bytes = (uint64_t)WB_MIN_WRITES * chunk_max();
+	uint64_t ceiling = cfg()->cache.writeback_in_flight_max;
+	uint64_t bytes = (uint64_t)(upstream_srtt(nfsd.upstream) * WB_LINK_BYTES_PER_S);
+
+	if (ceiling > cfg()->cache.max_dirty / 2)
+		ceiling = cfg()->cache.max_dirty / 2;
+	if (bytes < floor_bytes)
+		bytes = floor_bytes;
+	if (bytes > ceiling)
+		bytes = ceiling;
+	return bytes > chunk_max() ? bytes : chunk_max();
+}
+
+/* May one more WRITE of `len` bytes go now?  The first always may. */
+static bool window_has_room(uint64_t len)
+{
+	if (writeback.in_flight == 0)
+		return true;
+	return writeback.in_flight < WB_MAX_WRITES &&
+	       writeback.bytes_in_flight + len <= window_bytes();
+}
+
 /* ---- waiters ---------------------------------------------------------- */
 
 /* Answer the waiters of `o` that its passes have served. */
@@ -257,8 +308,24 @@ static void pass_finish(struct wb_pass *p, int status)
 
 	if (status == 0) {
 		cache_commit_settle(o, CACHE_COMMITTED);
+		s->retry_at = 0;
+		s->backoff_s = 0;
 	} else if (status < 0) {
 		cache_commit_settle(o, CACHE_RESEND);
+	} else if (cfg()->cache.commit == COMMIT_LOCAL && !s->removed) {
+		/* a COMMIT may have been answered for them: kept, tried again later */
+		cache_commit_settle(o, CACHE_RESEND);
+		stats.cache_writeback_errors++;
+		if (status == NFS3ERR_ACCES || status == NFS3ERR_PERM)
+			cache_access_forget(o);   /* asked again before a write is taken */
+		s->backoff_s = s->backoff_s == 0 ? WB_RETRY_MIN_S : s->backoff_s * 2;
+		if (s->backoff_s > WB_RETRY_MAX_S)
+			s->backoff_s = WB_RETRY_MAX_S;
+		s->retry_at = ev_now(writeback.loop) + s->backoff_s;
+		log_warning("writeback: object %llu: the upstream refused the data (NFS status %d): "
+			    "%llu bytes committed locally kept, tried again in %.0f s",
+			    (unsigned long long)o->id, status,
+			    (unsigned long long)cache_unwritten_bytes(o), s->backoff_s);
 	} else {
 		cache_commit_settle(o, CACHE_FAILED);
 		if (!s->removed) {
@@ -358,10 +425,11 @@ static void chunk_end(struct wb_chunk *c)
 {
 	struct wb_pass *p = c->p;
 
-	free(c->buf);
-	free(c);
 	p->in_flight--;
 	writeback.in_flight--;
+	writeback.bytes_in_flight -= c->len;
+	free(c->buf);
+	free(c);
 	pass_pump(p);
 	pump_all();
 }
@@ -445,12 +513,13 @@ static void pass_pump(struct wb_pass *p)
 {
 	if (writeback.stopping)
 		p->transient = 1;   /* the bytes stay dirty, recorded for the next start */
-	while (p->cur < p->n && !p->error && !p->transient &&
-	       p->in_flight < WB_PASS_IN_FLIGHT && writeback.in_flight < WB_MAX_IN_FLIGHT) {
+	while (p->cur < p->n && !p->error && !p->transient) {
 		uint64_t end = p->ranges[2 * p->cur + 1];
 		uint64_t len = end - p->pos;
 		if (len > chunk_max())
 			len = chunk_max();
+		if (!window_has_room(len))
+			break;
 		struct wb_chunk *c = xcalloc(1, sizeof(*c));
 		c->p = p;
 		c->offset = p->pos;
@@ -461,11 +530,13 @@ static void pass_pump(struct wb_pass *p)
 			p->pos = p->ranges[2 * p->cur];
 		p->in_flight++;
 		writeback.in_flight++;
+		writeback.bytes_in_flight += c->len;
 		if (cache_read_backing_async(p->o, c->offset, c->buf, c->len, chunk_read_done,
 					     c) != 0) {
 			p->transient = 1;   /* the cache is closing: the bytes stay dirty */
 			p->in_flight--;
 			writeback.in_flight--;
+			writeback.bytes_in_flight -= c->len;
 			free(c->buf);
 			free(c);
 		}
@@ -540,10 +611,13 @@ static void tick_cb(struct ev_loop *loop, ev_timer *t, int revents)
 			recover_start(o);
 		if (pass_of(o) || o->wb_recover || o->dirty.count == 0)
 			continue;
+		if (o->wb && now < o->wb->retry_at && !waited_for(o))
+			continue;   /* refused lately: tried again after its backoff */
 		if (pressure || now - o->dirty_since >= expire_s || waited_for(o))
 			pass_start(o);
 	}
 	throttled_wake();
+	cache_unwritten_refresh();
 }
 
 bool writeback_throttle(uint32_t len, struct cache_waiter *w)

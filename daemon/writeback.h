@@ -1,8 +1,10 @@
 /*
  * writeback.h — dirty data of cache objects written upstream (DESIGN.md
  * "Write-back"): coalesced UNSTABLE WRITEs of up to the upstream's wtmax,
- * several in flight, then one COMMIT; a changed upstream verifier sends the
- * bytes again.  A pass starts after cache.dirty_expire_ms, under pressure
+ * a window of them in flight sized from the measured round trip, then one
+ * COMMIT; a changed upstream verifier sends the bytes again.  With
+ * cache.commit = local a refusal keeps the bytes dirty (tried again after
+ * a backoff) instead of reporting it to the next COMMIT.  A pass starts after cache.dirty_expire_ms, under pressure
  * (half of cache.max_dirty dirty), when a caller waits for an object to be
  * clean (COMMIT, SETATTR, a WRITE that must go through), and on `flush`.
  * Dirty ranges recovered from the index are checked first (cache.c).
@@ -30,7 +32,7 @@ struct writeback_waiter {
 	uint64_t need;        /* done once this many of o's passes finished */
 	/* status: 0 committed (or nothing left to write: see writeback_error()
 	 * for a failure reported earlier), an nfsstat3 > 0 when the write-back failed
-	 * for good, -ETIMEDOUT when the upstream did not answer (the bytes stay
+	 * for good (with cache.commit = local the bytes stay dirty), -ETIMEDOUT when the upstream did not answer (the bytes stay
 	 * dirty; the caller answers NFS3ERR_JUKEBOX) */
 	void (*done)(struct writeback_waiter *w, int status);
 };

@@ -359,15 +359,18 @@ s1() {
 }
 
 # S2 (W1): random 1 KiB writes then random 1 KiB reads, 1 KiB aligned, on a
-# fresh S2_SIZE MiB file per run; nfscached with partial_pages yes and no.
+# fresh S2_SIZE MiB file per run; nfscached with partial_pages yes and no,
+# and with cache.commit = local (the write phase's COMMIT answered from the
+# cache's disk).
 s2() {
     local t v opt
     for t in $TARGETS; do
-        for v in default partial_yes partial_no; do
+        for v in default partial_yes partial_no commit_local; do
             case $t/$v in
                 nfscached/partial_yes) opt=(-o cache.partial_pages=yes) ;;
                 nfscached/partial_no) opt=(-o cache.partial_pages=no) ;;
-                nfscached/*|*/partial_*) continue ;;
+                nfscached/commit_local) opt=(-o cache.commit=local) ;;
+                nfscached/*|*/partial_*|*/commit_local) continue ;;
                 *) opt=() ;;
             esac
             make_file s2.dat "$S2_SIZE"

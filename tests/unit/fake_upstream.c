@@ -29,6 +29,7 @@ struct nfsd nfsd;
 struct upstream {
 	uint32_t wtmax;
 	uint32_t rtmax;
+	double srtt_s;   /* upstream_srtt() */
 };
 
 static struct upstream the_upstream;
@@ -236,6 +237,16 @@ uint32_t upstream_rtmax(const struct upstream *up)
 void fake_upstream_set_rtmax(uint32_t bytes)
 {
 	the_upstream.rtmax = bytes;
+}
+
+double upstream_srtt(const struct upstream *up)
+{
+	return up->srtt_s;
+}
+
+void fake_upstream_set_srtt(double seconds)
+{
+	the_upstream.srtt_s = seconds;
 }
 
 static int proc_is(const struct fake_call *c, uint32_t proc)

@@ -125,6 +125,8 @@ void fake_upstream_set_wtmax(uint32_t bytes);
 /* The upstream's FSINFO rtmax as upstream_rtmax() reports it, bytes (0, as
  * before the first mount, until set). */
 void fake_upstream_set_rtmax(uint32_t bytes);
+/* The smoothed round trip upstream_srtt() reports, seconds (0: unknown). */
+void fake_upstream_set_srtt(double seconds);
 
 /* Calls of procedure `proc` (FAKE_ANY_PROC: all) sent since the start. */
 unsigned fake_sent(uint32_t proc);

@@ -11,7 +11,12 @@
  *      NFS3ERR_ACCES under a COMMIT) is the answer of the next COMMIT,
  *      never an OK with the verifier of the lost bytes;
  *   3. a WRITE that finds no room under cache.max_dirty, with the upstream
- *      not answering, is answered NFS3ERR_JUKEBOX after upstream.timeout_ms.
+ *      not answering, is answered NFS3ERR_JUKEBOX after upstream.timeout_ms;
+ *   4. the window of WRITEs in flight: WB_MIN_WRITES of wtmax while the
+ *      round trip is unknown, WB_MAX_WRITES small scattered ones at 10 ms;
+ *   5. cache.commit = local: COMMIT answered once the index recorded the
+ *      bytes, with no upstream call; a refused write-back keeps them dirty
+ *      and unwritten, counted, not reported; the next one writes them.
  * Each asserts the replies, the upstream calls (offset, count, stable,
  * data, credential) and the write-back counters.
  *
@@ -374,6 +379,117 @@ static void test_no_room(void)
 	stop();
 }
 
+/* ---- 4. the window of WRITEs in flight ------------------------------- */
+
+/* Answer pending WRITEs until the COMMIT goes; counts the most in flight. */
+static unsigned drain_writes(unsigned *most)
+{
+	unsigned answered = 0;
+
+	*most = 0;
+	while (fake_pending(NFS3PROC_COMMIT) == 0 && fake_wait_pending(NFS3PROC_WRITE, 1)) {
+		fake_run_for(0.02);   /* every WRITE the window allows is sent */
+		unsigned n = fake_pending(NFS3PROC_WRITE);
+		if (n > *most)
+			*most = n;
+		while (n-- > 0) {
+			upstream_write(fake_pending_nth(NFS3PROC_WRITE, 0), verf1);
+			answered++;
+		}
+	}
+	return answered;
+}
+
+static void test_window(void)
+{
+	unsigned most;
+
+	start(tune);
+	diag("4. the round trip unknown: WB_MIN_WRITES WRITEs of wtmax in flight");
+	writable_file("fh-win");
+	fake_upstream_set_wtmax(4096);
+	fake_upstream_set_srtt(0);
+	taken(write_call("fh-win", 0, 65536, UNSTABLE), 65536, "WRITE [0, 64K)");
+	uint32_t xc = commit_call("fh-win");
+	is_int(drain_writes(&most), 16, "COMMIT: 16 WRITEs of 4K");
+	is_int(most, WB_MIN_WRITES, "... at most WB_MIN_WRITES in flight");
+	ok(fake_wait_pending(NFS3PROC_COMMIT, 1), "then a COMMIT");
+	upstream_commit(fake_pending_nth(NFS3PROC_COMMIT, 0), verf1);
+	status_is(xc, NFS3_OK, "COMMIT: NFS3_OK");
+
+	diag("4b. 10 ms round trip, 300 scattered 512-byte ranges: WB_MAX_WRITES in flight");
+	fake_upstream_set_srtt(0.010);
+	for (unsigned i = 0; i < 300; i++)
+		if (!taken(write_call("fh-win", 65536 + 640 * i, 512, UNSTABLE), 512, "scattered WRITE"))
+			break;
+	xc = commit_call("fh-win");
+	is_int(drain_writes(&most), 300, "COMMIT: 300 WRITEs, one per range");
+	is_int(most, WB_MAX_WRITES, "... WB_MAX_WRITES (256) in flight at once, not 8");
+	ok(fake_wait_pending(NFS3PROC_COMMIT, 1), "then a COMMIT");
+	upstream_commit(fake_pending_nth(NFS3PROC_COMMIT, 0), verf1);
+	status_is(xc, NFS3_OK, "COMMIT: NFS3_OK");
+	is_int(stats.cache_dirty_bytes, 0, "cache.dirty.bytes 0");
+	stop();
+}
+
+/* ---- 5. cache.commit = local ------------------------------------------ */
+
+static void tune_local(struct nfsd_conf *cfg)
+{
+	tune(cfg);
+	cfg->cache.commit = COMMIT_LOCAL;
+}
+
+static void test_commit_local(void)
+{
+	char verf0[NFS3_WRITEVERFSIZE];
+	int flush_status = -1;
+
+	start(tune_local);
+	diag("5. cache.commit = local: COMMIT answered from the index, no upstream call");
+	writable_file("fh-local");
+	memcpy(verf0, nfsd.write_verf, sizeof(verf0));
+	taken(write_call("fh-local", 0, 8192, UNSTABLE), 8192, "WRITE [0, 8K)");
+	is_int(stats.cache_unwritten_bytes, 0, "cache.unwritten.bytes 0 before the COMMIT");
+	const struct fake_reply *r = fake_wait_reply(commit_call("fh-local"));
+	ok(r && r->status == NFS3_OK && memcmp(r->verf, verf0, sizeof(verf0)) == 0,
+	   "COMMIT: NFS3_OK with the WRITE's verifier");
+	is_int(fake_sent(FAKE_ANY_PROC), 0, "... without any upstream call");
+	is_int(stats.cache_unwritten_bytes, 8192, "cache.unwritten.bytes 8192");
+	is_int(stats.cache_dirty_bytes, 8192, "cache.dirty.bytes 8192");
+
+	diag("5b. the upstream refuses the write-back: kept, counted, not reported");
+	is_int(writeback_flush_all(flush_done, &flush_status), 0, "flush: write-back starts");
+	ok(fake_wait_pending(NFS3PROC_WRITE, 1) && write_sent(0, 8192), "... one WRITE of [0, 8K)");
+	fake_complete_status(fake_pending_nth(NFS3PROC_WRITE, 0), NFS3ERR_ACCES);
+	fake_run_until(flushed, &flush_status, 5.0);
+	is_int(flush_status, NFS3ERR_ACCES, "the flush reports NFS3ERR_ACCES");
+	is_int(stats.cache_writeback_errors, 1, "cache.writeback.errors 1");
+	is_int(stats.cache_dirty_bytes, 8192, "cache.dirty.bytes 8192: kept");
+	is_int(stats.cache_unwritten_bytes, 8192, "cache.unwritten.bytes 8192: kept");
+	ok(memcmp(nfsd.write_verf, verf0, sizeof(verf0)) == 0, "the write verifier stays");
+	r = fake_wait_reply(commit_call("fh-local"));
+	ok(r && r->status == NFS3_OK && memcmp(r->verf, verf0, sizeof(verf0)) == 0,
+	   "the next COMMIT: NFS3_OK with the same verifier (the error is not reported)");
+	is_int(fake_sent(NFS3PROC_WRITE), 1, "... and sends nothing upstream");
+	fake_run_for(0.6);
+	is_int(fake_pending(NFS3PROC_WRITE), 0, "no retry before the backoff (1 s) even past the expiry tick");
+
+	diag("5c. a later flush writes them");
+	flush_status = -1;
+	is_int(writeback_flush_all(flush_done, &flush_status), 0, "flush: write-back starts");
+	ok(fake_wait_pending(NFS3PROC_WRITE, 1) && write_sent(0, 8192), "... one WRITE of [0, 8K)");
+	upstream_write(fake_pending_nth(NFS3PROC_WRITE, 0), verf1);
+	ok(fake_wait_pending(NFS3PROC_COMMIT, 1), "then a COMMIT");
+	upstream_commit(fake_pending_nth(NFS3PROC_COMMIT, 0), verf1);
+	fake_run_until(flushed, &flush_status, 5.0);
+	is_int(flush_status, 0, "the flush is OK");
+	is_int(stats.cache_unwritten_bytes, 0, "cache.unwritten.bytes 0");
+	is_int(stats.cache_unwritten_oldest_s, 0, "cache.unwritten.oldest_s 0");
+	is_int(stats.cache_dirty_bytes, 0, "cache.dirty.bytes 0");
+	stop();
+}
+
 int main(void)
 {
 	fake_watchdog(60);
@@ -387,6 +503,8 @@ int main(void)
 	test_verifier_change();
 	test_refused();
 	test_no_room();
+	test_window();
+	test_commit_local();
 
 	ev_loop_destroy(lp);
 	return done();
