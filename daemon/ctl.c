@@ -129,6 +129,9 @@ static void ctl_flush_done(void *arg, int status)
 		r = xstrdup("ok\n");
 	else if (status < 0)
 		r = xstrdup("error: the upstream did not answer: dirty data kept for a later write-back\n");
+	else if (nfsd.cfg.cache.commit == COMMIT_LOCAL)
+		r = xasprintf("error: a write-back failed: NFS status %d (the data stays dirty "
+			      "and is tried again)\n", status);
 	else
 		r = xasprintf("error: a write-back failed: NFS status %d (reported to the file's next COMMIT)\n",
 			      status);
