@@ -6,11 +6,13 @@
  */
 #include "config.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sendfile.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -167,6 +169,133 @@ void conn_send(struct nfsd_conn *conn, struct conn_out *out)
 		return;
 	}
 	conn_after_write(conn);
+}
+
+/* Read `len` bytes of `fd` at `offset` into `buf`.  0, or -EIO when the
+ * file ends first. */
+static int read_file(int fd, uint8_t *buf, size_t len, uint64_t offset)
+{
+	while (len > 0) {
+		ssize_t n = pread(fd, buf, len, (off_t)offset);
+		stats.backing_read_calls++;
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -EIO;
+		buf += n;
+		len -= (size_t)n;
+		offset += (uint64_t)n;
+	}
+	return 0;
+}
+
+/* Queue bytes [from, len) of `head` (NULL: none), the file's [offset,
+ * offset + len) and `pad` zero bytes as one copied buffer. */
+static int queue_copy(struct nfsd_conn *conn, const struct conn_out *head, size_t from, int fd,
+		      uint64_t offset, size_t len, size_t pad)
+{
+	size_t hlen = head ? head->len - from : 0;
+	struct conn_out *o = conn_out_new(hlen + len + pad);
+
+	if (hlen)
+		memcpy(o->data, head->data + from, hlen);
+	if (read_file(fd, o->data + hlen, len, offset) != 0) {
+		free(o);
+		return -EIO;
+	}
+	memset(o->data + hlen + len, 0, pad);
+	conn_send(conn, o);
+	return 0;
+}
+
+/* send() all of `buf` that the socket takes now: bytes sent, or -errno. */
+static ssize_t send_now(struct nfsd_conn *conn, const uint8_t *buf, size_t len, int flags)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t w = send(conn->fd, buf + done, len - done, flags | MSG_NOSIGNAL);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				break;
+			return -errno;
+		}
+		done += (size_t)w;
+	}
+	return (ssize_t)done;
+}
+
+/* sendfile() all of [offset, offset + len) that the socket takes now:
+ * bytes sent, -EIO when the file ends first, or -errno. */
+static ssize_t sendfile_now(struct nfsd_conn *conn, int fd, uint64_t offset, size_t len)
+{
+	off_t pos = (off_t)offset;
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t w = sendfile(conn->fd, fd, &pos, len - done);
+		stats.backing_sendfile_calls++;
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				break;
+			return -errno;
+		}
+		if (w == 0)
+			return -EIO;   /* the file is shorter than promised */
+		stats.backing_sendfile_bytes += (uint64_t)w;
+		done += (size_t)w;
+	}
+	return (ssize_t)done;
+}
+
+int conn_send_file(struct nfsd_conn *conn, struct conn_out *head, int fd, uint64_t offset,
+		   size_t len, size_t pad)
+{
+	static const uint8_t zeros[4];
+	ssize_t hsent = 0, fsent = 0;
+	int rc = 0;
+
+	assert(pad < sizeof(zeros));
+	if (conn->dead)
+		goto out;
+	if (!list_empty(&conn->out)) {
+		/* its turn comes later: the bytes go in the queue now */
+		rc = queue_copy(conn, head, 0, fd, offset, len, pad);
+		goto out;
+	}
+	hsent = send_now(conn, head->data, head->len, len ? MSG_MORE : 0);
+	if (hsent == (ssize_t)head->len && len)
+		fsent = sendfile_now(conn, fd, offset, len);
+	if (hsent < 0 || fsent < 0) {
+		rc = fsent == -EIO ? -EIO : 0;
+		conn_close(conn, strerror(-(hsent < 0 ? (int)hsent : (int)fsent)));
+		goto out;
+	}
+	if (hsent || fsent)
+		conn->last_active = ev_now(nfsd.loop);
+	if ((size_t)hsent < head->len || (size_t)fsent < len) {
+		/* the socket is full: the rest waits in the queue, copied */
+		rc = queue_copy(conn, head, (size_t)hsent, fd, offset + (uint64_t)fsent,
+				len - (size_t)fsent, pad);
+	} else if (pad) {
+		ssize_t psent = send_now(conn, zeros, pad, 0);
+		if (psent < 0) {
+			conn_close(conn, strerror(-(int)psent));
+		} else if ((size_t)psent < pad) {
+			struct conn_out *o = conn_out_new(pad - (size_t)psent);
+			memset(o->data, 0, o->len);
+			conn_send(conn, o);
+		}
+	}
+	if (rc == -EIO)
+		conn_close(conn, "backing file shorter than a reply's promised length");
+out:
+	free(head);
+	return rc;
 }
 
 void conn_charge(struct nfsd_conn *conn, size_t bytes)
