@@ -158,13 +158,18 @@ void call_reply(struct nfsd_call *call, void *res)
 	}
 }
 
+/* A READ3resok before its data: status, post_op_attr (fattr3: 84 bytes),
+ * count, eof, the data's length (RFC 1813 §3.3.6), with room to spare. */
+#define READ_REPLY_HEAD_BYTES 256
+
 /* READ3res encoded with no data ends with the data's length word: it is
- * the last thing before the data (RFC 1813 §3.3.6, RFC 4506 §4.10). */
+ * the last thing before the data (RFC 4506 §4.10), set to the count once
+ * encoded. */
 void call_reply_read_file(struct nfsd_call *call, const READ3res *res, int fd, uint64_t offset)
 {
 	uint32_t count = res->READ3res_u.resok.count;
 	size_t pad = (4 - count % 4) % 4;
-	struct conn_out *head = conn_out_new(4 + RPC_REPLY_MAX_HDR_BYTES + 512);
+	struct conn_out *head = conn_out_new(4 + RPC_REPLY_MAX_HDR_BYTES + READ_REPLY_HEAD_BYTES);
 	READ3res hres = *res;
 	ZDR zdr;
 

@@ -155,8 +155,9 @@ static bool pages_uptodate(const struct cache_object *o, uint64_t start, uint64_
 }
 
 /* Answers at least this big are sent from the page cache with sendfile
- * when it holds them; smaller ones are copied (the copy costs less than
- * the residency check and the extra syscalls). */
+ * when it holds them; smaller ones are copied (on loopback the copy of
+ * 32 KiB costs about as much as the residency check and the extra
+ * syscalls; at 256 KiB sendfile takes a third less time). */
 #define READ_ZEROCOPY_MIN_BYTES (32u * 1024)
 
 struct local_read {

@@ -118,6 +118,8 @@ is "$(val "$T_TMP/w1.out" reads) $(val "$T_TMP/w1.out" read_errors) $(val "$T_TM
     diag "$(tail -n 5 "$T_TMP/w1.out")"
 is "$(d q0 q1 upstream.calls.READ)" 0 "the pipelined READs: no upstream READ"
 num_ok "$(d q0 q1 backing.sendfile.calls)" -gt 0 "the pipelined READs: sendfile was used"
+diag "pipelined READs: $(d q0 q1 backing.sendfile.bytes) bytes by sendfile," \
+     "$(d q0 q1 backing.read.calls) replies or rests copied"
 
 if [ "$have_tshark" = 1 ]; then
     sleep 0.5
