@@ -16,6 +16,9 @@
 #                  would not parse.
 #   tshark         those READs captured and decoded: every call answered,
 #                  no malformed packet.
+#   backed up      200 READs of 65537 bytes pipelined by a client that reads
+#                  no reply for a second: the replies behind the full socket
+#                  go out copied, each still right, nothing left over.
 #   concurrency    6 clients copy the cached 64 MiB file at once: each copy
 #                  is the export file, no upstream READ.
 #   changes        the file rewritten shorter upstream: after acregmax the
@@ -141,6 +144,60 @@ if [ "$have_tshark" = 1 ]; then
             diag "capture kept: /tmp/nfscached-75-read-zerocopy.pcapng"
     fi
 fi
+
+# a client that pipelines 200 READs of 65537 bytes and reads no reply for
+# a second: the socket fills, the replies behind go to the queue copied,
+# and the stream still parses reply by reply
+snap b0
+timeout -k 5 90 python3 - "$top_srcdir/tests" "$PORT" "$OFH" "$EXPORT_DIR/$ODD" \
+    > "$T_TMP/backed.out" 2>&1 <<'PY'
+import sys, threading, time
+sys.path.insert(0, sys.argv[1])
+import rpc
+port, fh, path = int(sys.argv[2]), bytes.fromhex(sys.argv[3]), sys.argv[4]
+model = open(path, "rb").read()
+n, count = 200, 65537
+offsets = [(i * 104729 + 3) % (len(model) - count) for i in range(n)]
+c = rpc.Conn("127.0.0.1", port, timeout=30)
+want, recs = {}, []
+for off in offsets:
+    xid, rec = c.build(rpc.NFS_PROGRAM, rpc.NFS_V3, rpc.NFSPROC3_READ,
+                       rpc.read_args(fh, off, count))
+    want[xid] = off
+    recs.append(rec)
+stream = b"".join(recs)
+def sender():
+    view, sent = memoryview(stream), 0
+    while sent < len(stream):
+        sent += c.sock.send(view[sent:])
+t = threading.Thread(target=sender, daemon=True)
+t.start()
+time.sleep(1)
+right = 0
+for _ in range(n):
+    rep = c.recv_reply(timeout=30)
+    if rep.ok() and rpc.nfs_status(rep.body) == "NFS3_OK":
+        u = rpc.Unpacker(rep.body)
+        u.u32()
+        rpc.skip_post_op_attr(u)
+        got, eof = u.u32(), u.u32()
+        data = u.opaque(count)
+        off = want.pop(rep.xid, None)
+        right += off is not None and got == count and data == model[off:off + count] \
+            and u.remaining() == 0
+t.join(10)
+print("replies_right:", right)
+print("unanswered:", len(want))
+PY
+rc=$?
+snap b1
+is "$rc $(val "$T_TMP/backed.out" replies_right) $(val "$T_TMP/backed.out" unanswered)" "0 200 0" \
+    "200 READs of 65537 bytes pipelined, replies read late: each the file's bytes, nothing left over" ||
+    diag "$(tail -n 5 "$T_TMP/backed.out")"
+num_ok "$(d b0 b1 backing.read.calls)" -gt 0 \
+    "replies behind a full socket went out copied ($(d b0 b1 backing.read.calls) preads)"
+num_ok "$(d b0 b1 backing.sendfile.calls)" -gt 0 "and the others by sendfile"
+is "$(d b0 b1 upstream.calls.READ)" 0 "the backed-up READs: no upstream READ"
 
 # ---- many clients at once -----------------------------------------------------------
 snap c0
