@@ -52,8 +52,8 @@
 	X(cache_readlink_hits, "cache.readlink.hits", "READLINKs answered from the namespace cache") \
 	X(cache_metadata_evictions, "cache.metadata.evictions", "namespace cache entries evicted under cache.metadata_max") \
 	X(cache_metadata_invalidations, "cache.metadata.invalidations", "directories whose names and listing were dropped, or objects whose ACCESS results were, for a change not made through nfscached") \
-	X(backing_sendfile_calls, "backing.sendfile.calls", "sendfile calls sending READ data from backing files to clients (no copy)") \
-	X(backing_sendfile_bytes, "backing.sendfile.bytes", "bytes sent to clients by those sendfile calls")
+	X(backing_sendfile_calls, "backing.sendfile.calls", "sendfile or splice calls sending READ data from backing files to clients (no copy)") \
+	X(backing_sendfile_bytes, "backing.sendfile.bytes", "bytes sent to clients by those calls")
 
 #define STATS_GAUGES(X) \
 	X(conn_open, "conn.open", "client connections open now") \
