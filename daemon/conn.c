@@ -29,7 +29,6 @@
 #define READS_PER_EVENT 8        /* fairness between connections */
 #define SPLICE_PIPE_BYTES (1u << 20)   /* a whole 1 MiB READ's data (fs.pipe-max-size) */
 #define PIPE_PAGE_BYTES 4096u          /* a pipe buffer holds at most one page */
-#define CONN_MAX_PIPES 128             /* queued replies waiting in pipes, all connections */
 
 struct listener {
 	int fd;
@@ -49,7 +48,6 @@ static size_t total_bytes;          /* out_bytes + call_bytes of every connectio
 static int total_paused;            /* some connection waits for total_bytes to drop */
 static ev_timer idle_sweep;
 static uint8_t *read_buf;           /* shared: the loop is single-threaded */
-static unsigned n_pipes;            /* conn_out entries holding a pipe */
 
 static void conn_free(struct nfsd_conn *conn);
 
@@ -104,45 +102,7 @@ struct conn_out *conn_out_new(size_t len)
 	list_init(&o->link);
 	o->len = len;
 	o->off = 0;
-	o->pipe_rd = -1;
 	return o;
-}
-
-static void conn_out_free(struct conn_out *o)
-{
-	if (o->pipe_rd >= 0) {
-		close(o->pipe_rd);
-		n_pipes--;
-	}
-	free(o);
-}
-
-/* Write the queue's first entry, one that waits in a pipe: 1 written (and
- * freed), 0 the socket is full, or -errno. */
-static int conn_flush_pipe(struct nfsd_conn *conn, struct conn_out *o)
-{
-	while (o->off < o->len) {
-		ssize_t w = splice(o->pipe_rd, NULL, conn->fd, NULL, o->len - o->off,
-				   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-		stats.backing_sendfile_calls++;
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				return 0;
-			return -errno;
-		}
-		if (w == 0)
-			return -EIO;   /* cannot happen: the pipe holds len bytes */
-		stats.backing_sendfile_bytes += (uint64_t)w;
-		o->off += (size_t)w;
-		conn->out_bytes -= (size_t)w;
-		conn->last_active = ev_now(nfsd.loop);
-		total_add(-w);
-	}
-	list_del(&o->link);
-	conn_out_free(o);
-	return 1;
 }
 
 /* Write as much of the queue as the socket takes.  Returns 0 or -errno. */
@@ -150,28 +110,16 @@ static int conn_flush(struct nfsd_conn *conn)
 {
 	while (!list_empty(&conn->out)) {
 		struct iovec iov[64];
-		int n = 0, more = 0;
+		int n = 0;
 		struct list_node *pos;
-		struct conn_out *first = list_first(&conn->out, struct conn_out, link);
 
-		if (first->pipe_rd >= 0) {
-			int rc = conn_flush_pipe(conn, first);
-			if (rc <= 0)
-				return rc;   /* an error, or the socket is full */
-			continue;
-		}
 		for (pos = conn->out.next; pos != &conn->out && n < 64; pos = pos->next) {
 			struct conn_out *o = list_entry(pos, struct conn_out, link);
-			if (o->pipe_rd >= 0) {
-				more = 1;   /* a reply's data follow from a pipe */
-				break;
-			}
 			iov[n].iov_base = o->data + o->off;
 			iov[n].iov_len = o->len - o->off;
 			n++;
 		}
-		struct msghdr msg = { .msg_iov = iov, .msg_iovlen = (size_t)n };
-		ssize_t w = sendmsg(conn->fd, &msg, MSG_NOSIGNAL | (more ? MSG_MORE : 0));
+		ssize_t w = writev(conn->fd, iov, n);
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
@@ -191,7 +139,7 @@ static int conn_flush(struct nfsd_conn *conn)
 			}
 			w -= (ssize_t)left;
 			list_del(&o->link);
-			conn_out_free(o);
+			free(o);
 		}
 	}
 	return 0;
@@ -209,7 +157,7 @@ static void conn_after_write(struct nfsd_conn *conn)
 void conn_send(struct nfsd_conn *conn, struct conn_out *out)
 {
 	if (conn->dead) {
-		conn_out_free(out);
+		free(out);
 		return;
 	}
 	int was_empty = list_empty(&conn->out);
@@ -260,65 +208,6 @@ static int queue_copy(struct nfsd_conn *conn, const struct conn_out *head, size_
 	}
 	memset(o->data + hlen + len, 0, pad);
 	conn_send(conn, o);
-	return 0;
-}
-
-/* An entry holding [offset, offset + len) of `fd` and `pad` zero bytes in
- * a pipe of its own (the pages spliced in: no copy, and the bytes as they
- * are now whatever happens to the file later), or NULL (too many pipes,
- * the pipe cannot hold them, an error): then copy. */
-static struct conn_out *pipe_entry_new(int fd, uint64_t offset, size_t len, size_t pad)
-{
-	static const uint8_t zeros[4];
-	size_t need = ((size_t)(offset % PIPE_PAGE_BYTES) + len + PIPE_PAGE_BYTES - 1) /
-		      PIPE_PAGE_BYTES * PIPE_PAGE_BYTES + (pad ? PIPE_PAGE_BYTES : 0);
-	loff_t pos = (loff_t)offset;
-	size_t in = 0;
-	int p[2];
-
-	if (n_pipes >= CONN_MAX_PIPES || need > SPLICE_PIPE_BYTES + PIPE_PAGE_BYTES ||
-	    pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0)
-		return NULL;
-	int got = fcntl(p[1], F_GETPIPE_SZ);
-	if (got >= 0 && (size_t)got < need)
-		got = fcntl(p[1], F_SETPIPE_SZ, (int)need);
-	while (got >= 0 && (size_t)got >= need && in < len) {
-		ssize_t n = splice(fd, &pos, p[1], NULL, len - in, SPLICE_F_MOVE);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		in += (size_t)n;
-	}
-	if (in < len || (pad && write(p[1], zeros, pad) != (ssize_t)pad)) {
-		close(p[0]);
-		close(p[1]);
-		return NULL;
-	}
-	close(p[1]);
-	struct conn_out *o = conn_out_new(0);
-	o->len = len + pad;
-	o->pipe_rd = p[0];
-	n_pipes++;
-	return o;
-}
-
-/* Queue bytes [from, len) of `head` (NULL: none), then the file's [offset,
- * offset + len) and `pad` zero bytes: in a pipe when one can hold them, else
- * copied.  0, or -EIO (the file ends first). */
-static int queue_file(struct nfsd_conn *conn, const struct conn_out *head, size_t from, int fd,
-		      uint64_t offset, size_t len, size_t pad)
-{
-	struct conn_out *po = pipe_entry_new(fd, offset, len, pad);
-
-	if (!po)
-		return queue_copy(conn, head, from, fd, offset, len, pad);
-	if (head && from < head->len) {
-		struct conn_out *h = conn_out_new(head->len - from);
-		memcpy(h->data, head->data + from, h->len);
-		conn_send(conn, h);
-	}
-	conn_send(conn, po);
 	return 0;
 }
 
@@ -482,7 +371,7 @@ int conn_send_file(struct nfsd_conn *conn, struct conn_out *head, int fd, uint64
 		goto out;
 	if (!list_empty(&conn->out)) {
 		/* its turn comes later: the bytes go in the queue now */
-		rc = queue_file(conn, head, 0, fd, offset, len, pad);
+		rc = queue_copy(conn, head, 0, fd, offset, len, pad);
 		goto out;
 	}
 	hsent = send_now(conn, head->data, head->len, len ? MSG_MORE : 0);
@@ -519,8 +408,8 @@ int conn_send_file(struct nfsd_conn *conn, struct conn_out *head, int fd, uint64
 	if (hsent || fsent)
 		conn->last_active = ev_now(nfsd.loop);
 	if ((size_t)hsent < head->len || (size_t)fsent < len) {
-		/* the socket is full: the rest waits in the queue */
-		rc = queue_file(conn, head, (size_t)hsent, fd, offset + (uint64_t)fsent,
+		/* the socket is full: the rest waits in the queue, copied */
+		rc = queue_copy(conn, head, (size_t)hsent, fd, offset + (uint64_t)fsent,
 				len - (size_t)fsent, pad);
 	} else if (pad) {
 		ssize_t psent = send_now(conn, zeros, pad, 0);
@@ -692,7 +581,7 @@ void conn_close(struct nfsd_conn *conn, const char *why)
 	conn->fd = -1;
 	list_for_each_safe(pos, tmp, &conn->out) {
 		list_del(pos);
-		conn_out_free(list_entry(pos, struct conn_out, link));
+		free(list_entry(pos, struct conn_out, link));
 	}
 	list_for_each_safe(pos, tmp, &conn->calls)
 		call_detach_conn(list_entry(pos, struct nfsd_call, conn_link));

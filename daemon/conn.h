@@ -28,11 +28,8 @@
 
 struct conn_out {
 	struct list_node link;
-	size_t len;          /* bytes of the entry on the wire */
+	size_t len;          /* bytes in data */
 	size_t off;          /* bytes already written */
-	int pipe_rd;         /* -1: the bytes are in data; else conn.c's: they wait in
-			      * this pipe (file pages spliced in, then the padding),
-			      * its write end closed, data empty */
 	uint8_t data[];
 };
 
@@ -89,12 +86,10 @@ void conn_send(struct nfsd_conn *conn, struct conn_out *out);
  * queue.  When the queue is empty, `head` goes out with MSG_MORE and the
  * file's bytes from the page cache without a copy through user space
  * (backing.sendfile.*): spliced into a pipe and from it to the socket in
- * one call, or with sendfile(2) when the pipe cannot hold them.  What the
+ * one call, or with sendfile(2) when the pipe cannot hold them; what the
  * socket does not take now — everything, when replies are queued before
- * it — waits in the queue with its pages spliced into a pipe of its own
- * (written with splice in its turn; the bytes as they were at the call,
- * whatever happens to the file later), or copied when no pipe can take
- * it; so `fd` need not outlive the call.  The
+ * it — is read (from the pipe, or from `fd`) into the queue before
+ * return, so `fd` need not outlive the call.  The
  * caller makes sure the bytes are in the page cache (the read must not wait
  * for the disk).  Returns 0; -EIO when `fd` ends before offset + len (the
  * record's length was promised: the connection is closed); on a dead

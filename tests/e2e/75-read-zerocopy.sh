@@ -18,8 +18,7 @@
 #                  no malformed packet.
 #   backed up      200 READs of 65537 bytes pipelined by a client that reads
 #                  no reply for a second: the replies behind the full socket
-#                  wait in the queue with their pages in pipes and go out by
-#                  splice, each still right, nothing left over.
+#                  go out copied, each still right, nothing left over.
 #   concurrency    6 clients copy the cached 64 MiB file at once: each copy
 #                  is the export file, no upstream READ.
 #   changes        the file rewritten shorter upstream: after acregmax the
@@ -150,8 +149,8 @@ if [ "$have_tshark" = 1 ]; then
 fi
 
 # a client that pipelines 200 READs of 65537 bytes and reads no reply for
-# a second: the socket fills, the replies behind wait in the queue (their
-# pages in pipes), and the stream still parses reply by reply
+# a second: the socket fills, the replies behind go to the queue copied,
+# and the stream still parses reply by reply
 snap b0
 timeout -k 5 90 python3 - "$top_srcdir/tests" "$PORT" "$OFH" "$EXPORT_DIR/$ODD" \
     > "$T_TMP/backed.out" 2>&1 <<'PY'
@@ -198,9 +197,9 @@ snap b1
 is "$rc $(val "$T_TMP/backed.out" replies_right) $(val "$T_TMP/backed.out" unanswered)" "0 200 0" \
     "200 READs of 65537 bytes pipelined, replies read late: each the file's bytes, nothing left over" ||
     diag "$(tail -n 5 "$T_TMP/backed.out")"
-num_ok "$(d b0 b1 backing.sendfile.bytes)" -ge $((100 * 65537)) \
-    "replies queued behind a full socket waited in pipes, sent by splice ($(d b0 b1 backing.sendfile.bytes) bytes)"
-diag "backed up: $(d b0 b1 backing.read.calls) preads (replies copied: too many pipes)"
+num_ok "$(d b0 b1 backing.read.calls)" -gt 0 \
+    "replies behind a full socket went out copied ($(d b0 b1 backing.read.calls) preads)"
+num_ok "$(d b0 b1 backing.sendfile.calls)" -gt 0 "and the others by sendfile"
 is "$(d b0 b1 upstream.calls.READ)" 0 "the backed-up READs: no upstream READ"
 
 # ---- many clients at once -----------------------------------------------------------
