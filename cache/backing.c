@@ -10,9 +10,11 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
-#include <time.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cache/backing.h"
@@ -130,6 +132,81 @@ int backing_has_data(int fd, uint64_t start, uint64_t end)
 	if (hole < 0)
 		return errno == ENXIO ? 0 : -errno;
 	return (uint64_t)hole >= end;
+}
+
+int backing_data_through(int fd, uint64_t start, uint64_t end)
+{
+	if (start >= end)
+		return 1;
+	off_t hole = lseek(fd, (off_t)start, SEEK_HOLE);
+	if (hole < 0)
+		return errno == ENXIO ? 0 : -errno;
+	return (uint64_t)hole >= end;
+}
+
+/* cachestat(2) (Linux 6.5, include/uapi/linux/mman.h), absent from older
+ * headers: the same number on every architecture but alpha. */
+#if !defined(__NR_cachestat) && !defined(__alpha__)
+#define __NR_cachestat 451
+#endif
+
+struct backing_cachestat_range {
+	uint64_t off, len;
+};
+
+struct backing_cachestat {
+	uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted;
+};
+
+#ifdef __NR_cachestat
+static int resident_cachestat = 1;   /* cleared when the kernel lacks it */
+#endif
+
+static int resident_mincore(int fd, uint64_t first, uint64_t pages, long pg)
+{
+	unsigned char vec[256];
+	int ret = 1;
+
+	while (pages > 0 && ret == 1) {
+		uint64_t n = pages < sizeof(vec) ? pages : sizeof(vec);
+		void *m = mmap(NULL, (size_t)(n * (uint64_t)pg), PROT_READ, MAP_SHARED, fd,
+			       (off_t)(first * (uint64_t)pg));
+		if (m == MAP_FAILED)
+			return -errno;
+		if (mincore(m, (size_t)(n * (uint64_t)pg), vec) != 0)
+			ret = -errno;
+		for (uint64_t i = 0; ret == 1 && i < n; i++)
+			if (!(vec[i] & 1))
+				ret = 0;
+		munmap(m, (size_t)(n * (uint64_t)pg));
+		first += n;
+		pages -= n;
+	}
+	return ret;
+}
+
+int backing_resident(int fd, uint64_t start, uint64_t end)
+{
+	static long pg;
+
+	if (start >= end)
+		return 1;
+	if (!pg)
+		pg = sysconf(_SC_PAGESIZE);
+	uint64_t first = start / (uint64_t)pg, last = (end - 1) / (uint64_t)pg;
+#ifdef __NR_cachestat
+	if (resident_cachestat) {
+		struct backing_cachestat_range r = { first * (uint64_t)pg,
+						     (last - first + 1) * (uint64_t)pg };
+		struct backing_cachestat cs;
+		if (syscall(__NR_cachestat, fd, &r, &cs, 0) == 0)
+			return cs.nr_cache >= last - first + 1;
+		if (errno != ENOSYS)
+			return -errno;
+		resident_cachestat = 0;
+	}
+#endif
+	return resident_mincore(fd, first, last - first + 1, pg);
 }
 
 int backing_truncate(int fd, uint64_t size)

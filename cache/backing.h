@@ -41,6 +41,15 @@ ssize_t backing_read_nowait(int fd, void *buf, size_t len, uint64_t offset);
  * end)?  1 yes, 0 no (the range must be refetched), -errno on error. */
 int backing_has_data(int fd, uint64_t start, uint64_t end);
 
+/* The same with one lseek(SEEK_HOLE) (the end of the file is a hole): 1
+ * when [start, end) holds data everywhere, 0 when not, -errno on error. */
+int backing_data_through(int fd, uint64_t start, uint64_t end);
+
+/* Is every page of [start, end) of the file in the page cache?  1 yes, 0
+ * no, -errno on error.  One cachestat(2) (Linux 6.5), else an mmap, mincore
+ * and munmap of the range.  Never blocks on the disk. */
+int backing_resident(int fd, uint64_t start, uint64_t end);
+
 /* Drop the file's contents from `size` on (ftruncate).  0 or -errno. */
 int backing_truncate(int fd, uint64_t size);
 

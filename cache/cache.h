@@ -257,6 +257,18 @@ int cache_read_local_nowait(struct cache_object *o, uint64_t offset, void *buf, 
 int cache_read_async(struct cache_object *o, uint64_t offset, void *buf, uint32_t len,
 		     void (*done)(void *arg, int rc), void *arg);
 
+/*
+ * The backing file's descriptor, for sending [offset, offset + len) of valid
+ * bytes straight from the page cache (sendfile): >= 0 when the file holds
+ * data through the whole range (one lseek: no hole, not short) and every
+ * page of it is in the page cache; the descriptor stays the cache's, open
+ * until the current loop callback returns.  -EAGAIN when some page is not
+ * in the page cache (read it with cache_read_async()); -EIO when the bytes
+ * are not valid or the file no longer holds them (then dropped, as
+ * cache_read_local()).  Never blocks on the disk.
+ */
+int cache_zerocopy_fd(struct cache_object *o, uint64_t offset, uint32_t len);
+
 /* Wait for the next cache_wake() of `o`. */
 void cache_wait(struct cache_object *o, struct cache_waiter *w);
 /* Wake every waiter of `o` (each wake() runs once; they may wait again). */

@@ -207,6 +207,22 @@ int cache_read_local_nowait(struct cache_object *o, uint64_t offset, void *buf, 
 	return -EIO;
 }
 
+int cache_zerocopy_fd(struct cache_object *o, uint64_t offset, uint32_t len)
+{
+	int fd = object_fd(o);
+
+	if (fd < 0 || !extent_set_covers(&o->valid, offset, offset + len))
+		return -EIO;
+	int rc = backing_data_through(fd, offset, offset + len);
+	if (rc == 0) {
+		cache_invalidate(o, "backing file shorter than its valid data, or a hole in it");
+		return -EIO;
+	}
+	if (rc == 1)
+		rc = backing_resident(fd, offset, offset + len);
+	return rc == 1 ? fd : -EAGAIN;   /* an lseek or mincore error: the worker reads */
+}
+
 static void nothing_work(void *arg)
 {
 	(void)arg;

@@ -53,7 +53,9 @@
 	X(cache_metadata_evictions, "cache.metadata.evictions", "namespace cache entries evicted under cache.metadata_max") \
 	X(cache_metadata_invalidations, "cache.metadata.invalidations", "directories whose names and listing were dropped, or objects whose ACCESS results were, for a change not made through nfscached") \
 	X(cache_readahead_bytes, "cache.readahead.bytes", "bytes fetched ahead of READs on sequential access") \
-	X(cache_readahead_window_grows, "cache.readahead.window_grows", "times a sequential stream's readahead window doubled (up to cache.readahead_max)")
+	X(cache_readahead_window_grows, "cache.readahead.window_grows", "times a sequential stream's readahead window doubled (up to cache.readahead_max)") \
+	X(backing_sendfile_calls, "backing.sendfile.calls", "sendfile or splice calls sending READ data from backing files to clients (no copy)") \
+	X(backing_sendfile_bytes, "backing.sendfile.bytes", "bytes sent to clients by those calls")
 
 #define STATS_GAUGES(X) \
 	X(conn_open, "conn.open", "client connections open now") \

@@ -6,8 +6,10 @@
  */
 #include "config.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "daemon/call.h"
 #include "daemon/conn.h"
@@ -154,6 +156,66 @@ void call_reply(struct nfsd_call *call, void *res)
 		}
 		cap *= 2;
 	}
+}
+
+/* A READ3resok before its data: status, post_op_attr (fattr3: 84 bytes),
+ * count, eof, the data's length (RFC 1813 §3.3.6), with room to spare. */
+#define READ_REPLY_HEAD_BYTES 256
+
+/* READ3res encoded with no data ends with the data's length word: it is
+ * the last thing before the data (RFC 4506 §4.10), set to the count once
+ * encoded. */
+void call_reply_read_file(struct nfsd_call *call, const READ3res *res, int fd, uint64_t offset)
+{
+	uint32_t count = res->READ3res_u.resok.count;
+	size_t pad = (4 - count % 4) % 4;
+	struct conn_out *head = conn_out_new(4 + RPC_REPLY_MAX_HDR_BYTES + READ_REPLY_HEAD_BYTES);
+	READ3res hres = *res;
+	ZDR zdr;
+
+	assert(res->status == NFS3_OK && res->READ3res_u.resok.data.data_len == count);
+	hres.READ3res_u.resok.data.data_len = 0;
+	hres.READ3res_u.resok.data.data_val = NULL;
+	size_t n = rpc_encode_accepted(head->data + 4, call->hdr.xid, RPC_SUCCESS, 0, 0);
+	zdrmem_create(&zdr, (char *)head->data + 4 + n, (uint32_t)(head->len - 4 - n), ZDR_ENCODE);
+	int ok = call->desc->encode_res(&zdr, &hres);
+	n += zdr_getpos(&zdr);
+	zdr_destroy(&zdr);
+	if (!ok) {
+		free(head);
+		log_error("call: cannot encode the READ reply header");
+		call_reply_rpc_error(call, RPC_SYSTEM_ERR);
+		return;
+	}
+	uint8_t *len_word = head->data + 4 + n - 4;
+	assert(len_word[0] == 0 && len_word[1] == 0 && len_word[2] == 0 && len_word[3] == 0);
+	len_word[0] = (uint8_t)(count >> 24);
+	len_word[1] = (uint8_t)(count >> 16);
+	len_word[2] = (uint8_t)(count >> 8);
+	len_word[3] = (uint8_t)count;
+	head->len = 4 + n;
+	rpc_record_mark(head->data, (uint32_t)(n + count + pad));
+	if (!call->conn && !call->drc) {
+		free(head);
+		call_free(call);
+		return;
+	}
+	if (call->drc) {
+		/* the duplicate request cache keeps whole replies */
+		struct conn_out *out = conn_out_new(head->len + count + pad);
+		memcpy(out->data, head->data, head->len);
+		free(head);
+		if (pread(fd, out->data + 4 + n, count, (off_t)offset) != (ssize_t)count) {
+			free(out);
+			call_reply_rpc_error(call, RPC_SYSTEM_ERR);
+			return;
+		}
+		memset(out->data + 4 + n + count, 0, pad);
+		call_finish(call, out);
+		return;
+	}
+	conn_send_file(call->conn, head, fd, offset, count, pad);
+	call_free(call);
 }
 
 void call_reply_jukebox(struct nfsd_call *call)

@@ -58,6 +58,18 @@ void call_dispatch(struct nfsd_conn *conn, uint8_t *record, size_t len);
  * call.  `res` is only read. */
 void call_reply(struct nfsd_call *call, void *res);
 
+/*
+ * Answer a READ with NFS3_OK and `res` (RFC 1813 §3.3.6), whose data are
+ * the res->READ3res_u.resok.count bytes of the file `fd` from `offset`
+ * (data.data_val is not read; data_len must equal count), then free the
+ * call.  The reply goes out through conn_send_file(): the data from the
+ * page cache without a copy when nothing is queued before it.  The caller
+ * makes sure the bytes are in the page cache and valid; `fd` need only
+ * stay open during the call.  A reply the duplicate request cache must
+ * keep (never a READ's: idempotent, proto/proc.c) is built by copy.
+ */
+void call_reply_read_file(struct nfsd_call *call, const READ3res *res, int fd, uint64_t offset);
+
 /* Answer NFS3ERR_JUKEBOX (the client retries later), or for procedures
  * without an NFS status (NULL, MOUNT) SYSTEM_ERR; then free the call. */
 void call_reply_jukebox(struct nfsd_call *call);

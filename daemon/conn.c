@@ -6,11 +6,14 @@
  */
 #include "config.h"
 
+#include <assert.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sendfile.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -24,6 +27,8 @@
 
 #define READ_CHUNK (256 * 1024)
 #define READS_PER_EVENT 8        /* fairness between connections */
+#define SPLICE_PIPE_BYTES (1u << 20)   /* a whole 1 MiB READ's data (fs.pipe-max-size) */
+#define PIPE_PAGE_BYTES 4096u          /* a pipe buffer holds at most one page */
 
 struct listener {
 	int fd;
@@ -167,6 +172,260 @@ void conn_send(struct nfsd_conn *conn, struct conn_out *out)
 		return;
 	}
 	conn_after_write(conn);
+}
+
+/* Read `len` bytes of `fd` at `offset` into `buf`.  0, or -EIO when the
+ * file ends first. */
+static int read_file(int fd, uint8_t *buf, size_t len, uint64_t offset)
+{
+	while (len > 0) {
+		ssize_t n = pread(fd, buf, len, (off_t)offset);
+		stats.backing_read_calls++;
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -EIO;
+		buf += n;
+		len -= (size_t)n;
+		offset += (uint64_t)n;
+	}
+	return 0;
+}
+
+/* Queue bytes [from, len) of `head` (NULL: none), the file's [offset,
+ * offset + len) and `pad` zero bytes as one copied buffer. */
+static int queue_copy(struct nfsd_conn *conn, const struct conn_out *head, size_t from, int fd,
+		      uint64_t offset, size_t len, size_t pad)
+{
+	size_t hlen = head ? head->len - from : 0;
+	struct conn_out *o = conn_out_new(hlen + len + pad);
+
+	if (hlen)
+		memcpy(o->data, head->data + from, hlen);
+	if (read_file(fd, o->data + hlen, len, offset) != 0) {
+		free(o);
+		return -EIO;
+	}
+	memset(o->data + hlen + len, 0, pad);
+	conn_send(conn, o);
+	return 0;
+}
+
+/* send() all of `buf` that the socket takes now: bytes sent, or -errno. */
+static ssize_t send_now(struct nfsd_conn *conn, const uint8_t *buf, size_t len, int flags)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t w = send(conn->fd, buf + done, len - done, flags | MSG_NOSIGNAL);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				break;
+			return -errno;
+		}
+		done += (size_t)w;
+	}
+	return (ssize_t)done;
+}
+
+/* sendfile() all of [offset, offset + len) that the socket takes now:
+ * bytes sent, -EIO when the file ends first, or -errno. */
+static ssize_t sendfile_now(struct nfsd_conn *conn, int fd, uint64_t offset, size_t len)
+{
+	off_t pos = (off_t)offset;
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t w = sendfile(conn->fd, fd, &pos, len - done);
+		stats.backing_sendfile_calls++;
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				break;
+			return -errno;
+		}
+		if (w == 0)
+			return -EIO;   /* the file is shorter than promised */
+		stats.backing_sendfile_bytes += (uint64_t)w;
+		done += (size_t)w;
+	}
+	return (ssize_t)done;
+}
+
+/*
+ * The pipe replies go through when they fit in it: the file's pages are
+ * spliced in (references, no copy), then out to the socket in one call —
+ * sendfile() goes 64 KiB at a time, and on a loaded machine a reader on
+ * the same CPU is woken, and runs, after each.  What the socket does not
+ * take is read back out of the pipe.  Shared: the loop is single-threaded
+ * and leaves it empty.
+ */
+static int splice_pipe[2] = { -1, -1 };
+static size_t splice_pipe_bytes;      /* its capacity; 0: not made (yet) */
+static int splice_pipe_failed;
+
+static int splice_pipe_ready(size_t len)
+{
+	if (!splice_pipe_bytes && !splice_pipe_failed) {
+		if (pipe2(splice_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+			splice_pipe_failed = 1;
+			return 0;
+		}
+		int got = fcntl(splice_pipe[1], F_SETPIPE_SZ, (int)SPLICE_PIPE_BYTES);
+		if (got < 0)
+			got = fcntl(splice_pipe[1], F_GETPIPE_SZ);
+		if (got <= 0) {
+			close(splice_pipe[0]);
+			close(splice_pipe[1]);
+			splice_pipe_failed = 1;
+			return 0;
+		}
+		splice_pipe_bytes = (size_t)got;
+	}
+	return splice_pipe_bytes >= len;
+}
+
+static void splice_pipe_drop(void)
+{
+	close(splice_pipe[0]);
+	close(splice_pipe[1]);
+	splice_pipe_bytes = 0;   /* made again for the next reply */
+}
+
+/* Splice [offset, offset + len) of `fd` into the pipe (as much as it
+ * holds), then as much as the socket takes out to it: bytes sent, those
+ * spliced in but not sent (*left bytes) staying in the pipe for
+ * splice_pipe_read(); -EIO when the file ends first, or -errno (the pipe
+ * then empty). */
+static ssize_t splice_now(struct nfsd_conn *conn, int fd, uint64_t offset, size_t len,
+			  size_t *left)
+{
+	loff_t pos = (loff_t)offset;
+	size_t in = 0, out = 0;
+	ssize_t rc = 0;
+
+	while (in < len) {
+		ssize_t n = splice(fd, &pos, splice_pipe[1], NULL, len - in, SPLICE_F_MOVE);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && in > 0)
+			break;   /* the pipe is full: the caller reads the rest from fd */
+		if (n <= 0) {
+			rc = n == 0 ? -EIO : -errno;
+			break;
+		}
+		in += (size_t)n;
+	}
+	while (rc == 0 && out < in) {
+		ssize_t w = splice(splice_pipe[0], NULL, conn->fd, NULL, in - out,
+				   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		stats.backing_sendfile_calls++;
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				rc = -errno;
+			break;
+		}
+		stats.backing_sendfile_bytes += (uint64_t)w;
+		out += (size_t)w;
+	}
+	*left = in - out;
+	if (rc < 0 && *left) {
+		splice_pipe_drop();   /* bytes nobody will send: never reused */
+		*left = 0;
+	}
+	return rc < 0 ? rc : (ssize_t)out;
+}
+
+/* Read the `n` bytes left in the pipe into buf (a copy of the references
+ * spliced in: the bytes as they were then).  0, or -EIO. */
+static int splice_pipe_read(uint8_t *buf, size_t n)
+{
+	while (n > 0) {
+		ssize_t r = read(splice_pipe[0], buf, n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			splice_pipe_drop();
+			return -EIO;
+		}
+		buf += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+int conn_send_file(struct nfsd_conn *conn, struct conn_out *head, int fd, uint64_t offset,
+		   size_t len, size_t pad)
+{
+	static const uint8_t zeros[4];
+	ssize_t hsent = 0, fsent = 0;
+	int rc = 0;
+
+	assert(pad < sizeof(zeros));
+	if (conn->dead)
+		goto out;
+	if (!list_empty(&conn->out)) {
+		/* its turn comes later: the bytes go in the queue now */
+		rc = queue_copy(conn, head, 0, fd, offset, len, pad);
+		goto out;
+	}
+	hsent = send_now(conn, head->data, head->len, len ? MSG_MORE : 0);
+	/* the pipe holds pages: the range's, from the one `offset` is in */
+	size_t span = (size_t)(offset % PIPE_PAGE_BYTES) + len;
+	if (hsent == (ssize_t)head->len && len && splice_pipe_ready(span)) {
+		size_t left = 0;
+		fsent = splice_now(conn, fd, offset, len, &left);
+		if (fsent >= 0 && (size_t)fsent < len) {
+			/* the socket is full: the rest waits in the queue, copied
+			 * (what the pipe holds, then what it could not) */
+			size_t rest = len - (size_t)fsent;
+			struct conn_out *o = conn_out_new(rest + pad);
+			if (splice_pipe_read(o->data, left) != 0 ||
+			    read_file(fd, o->data + left, rest - left,
+				      offset + (uint64_t)fsent + left) != 0) {
+				free(o);
+				fsent = -EIO;
+			} else {
+				memset(o->data + rest, 0, pad);
+				conn->last_active = ev_now(nfsd.loop);
+				conn_send(conn, o);
+				goto out;
+			}
+		}
+	} else if (hsent == (ssize_t)head->len && len) {
+		fsent = sendfile_now(conn, fd, offset, len);
+	}
+	if (hsent < 0 || fsent < 0) {
+		rc = fsent == -EIO ? -EIO : 0;
+		conn_close(conn, strerror(-(hsent < 0 ? (int)hsent : (int)fsent)));
+		goto out;
+	}
+	if (hsent || fsent)
+		conn->last_active = ev_now(nfsd.loop);
+	if ((size_t)hsent < head->len || (size_t)fsent < len) {
+		/* the socket is full: the rest waits in the queue, copied */
+		rc = queue_copy(conn, head, (size_t)hsent, fd, offset + (uint64_t)fsent,
+				len - (size_t)fsent, pad);
+	} else if (pad) {
+		ssize_t psent = send_now(conn, zeros, pad, 0);
+		if (psent < 0) {
+			conn_close(conn, strerror(-(int)psent));
+		} else if ((size_t)psent < pad) {
+			struct conn_out *o = conn_out_new(pad - (size_t)psent);
+			memset(o->data, 0, o->len);
+			conn_send(conn, o);
+		}
+	}
+	if (rc == -EIO)
+		conn_close(conn, "backing file shorter than a reply's promised length");
+out:
+	free(head);
+	return rc;
 }
 
 void conn_charge(struct nfsd_conn *conn, size_t bytes)

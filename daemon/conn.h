@@ -79,6 +79,25 @@ struct conn_out *conn_out_new(size_t len);
  * connection. */
 void conn_send(struct nfsd_conn *conn, struct conn_out *out);
 
+/*
+ * Send the record made of `head` (ownership passes: record mark and the
+ * bytes before the data), then `len` bytes of the file `fd` from `offset`,
+ * then `pad` zero bytes (XDR padding, 0..3), in its turn in the output
+ * queue.  When the queue is empty, `head` goes out with MSG_MORE and the
+ * file's bytes from the page cache without a copy through user space
+ * (backing.sendfile.*): spliced into a pipe and from it to the socket in
+ * one call, or with sendfile(2) when the pipe cannot hold them; what the
+ * socket does not take now — everything, when replies are queued before
+ * it — is read (from the pipe, or from `fd`) into the queue before
+ * return, so `fd` need not outlive the call.  The
+ * caller makes sure the bytes are in the page cache (the read must not wait
+ * for the disk).  Returns 0; -EIO when `fd` ends before offset + len (the
+ * record's length was promised: the connection is closed); on a dead
+ * connection nothing is sent and 0 returned.
+ */
+int conn_send_file(struct nfsd_conn *conn, struct conn_out *head, int fd, uint64_t offset,
+		   size_t len, size_t pad);
+
 /* Charge `bytes` more (an expected reply) to the calls in flight of `conn`. */
 void conn_charge(struct nfsd_conn *conn, size_t bytes);
 

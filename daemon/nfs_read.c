@@ -249,11 +249,18 @@ static bool pages_uptodate(const struct cache_object *o, uint64_t start, uint64_
 	return true;
 }
 
+/* Answers at least this big are sent from the page cache with sendfile
+ * when it holds them; smaller ones are copied (on loopback the copy of
+ * 32 KiB costs about as much as the residency check and the extra
+ * syscalls; at 256 KiB sendfile takes a third less time). */
+#define READ_ZEROCOPY_MIN_BYTES (32u * 1024)
+
 struct local_read {
 	struct read_op *op;
 	uint64_t start, end;
 	bool whole;          /* every touched page wholly uptodate */
-	char *buf;
+	char *buf;           /* the bytes read, or NULL: sent from `fd` */
+	int fd;              /* the backing file (the cache's), when buf is NULL */
 };
 
 static void local_reply(struct local_read *lr)
@@ -283,7 +290,13 @@ static void local_reply(struct local_read *lr)
 	stats.cache_read_bytes_local += n;
 	xs->cache_read_bytes_local += n;
 	cache_touch(o);
-	reply_from(op, &res);
+	if (lr->buf) {
+		reply_from(op, &res);
+	} else {
+		/* the object stays pinned (op) while its backing file sends */
+		call_reply_read_file(op->call, &res, lr->fd, lr->start);
+		op_free(op);
+	}
 	free(lr->buf);
 	free(lr);
 }
@@ -328,8 +341,21 @@ static bool serve_local(struct read_op *op)
 	lr->end = end;
 	lr->whole = whole;
 	uint32_t n = (uint32_t)(end - start);
+	int rc = n ? -EAGAIN : 0;
+	if (n >= READ_ZEROCOPY_MIN_BYTES) {
+		lr->fd = cache_zerocopy_fd(o, start, n);
+		if (lr->fd >= 0) {
+			local_reply(lr);
+			return true;
+		}
+		if (lr->fd == -EIO) {
+			free(lr);
+			return false;   /* lost behind our back: fetched again */
+		}
+	}
 	lr->buf = xmalloc(n ? n : 1);
-	int rc = n ? cache_read_local_nowait(o, start, lr->buf, n) : 0;
+	if (n && n < READ_ZEROCOPY_MIN_BYTES)
+		rc = cache_read_local_nowait(o, start, lr->buf, n);
 	if (rc == 0) {
 		local_reply(lr);
 		return true;
