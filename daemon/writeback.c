@@ -293,12 +293,25 @@ static void throttled_wake(void)
 
 /* ---- a pass ----------------------------------------------------------- */
 
+/* Pump every pass.  A pass that ends calls pump_all() again (from
+ * pass_finish()), which could end and free the pass this walk goes to
+ * next: a call made during the walk only asks for one more walk. */
 static void pump_all(void)
 {
+	static bool pumping, again;
 	struct list_node *pos, *tmp;
 
-	list_for_each_safe(pos, tmp, &writeback.passes)
-		pass_pump(list_entry(pos, struct wb_pass, link));
+	if (pumping) {
+		again = true;
+		return;
+	}
+	pumping = true;
+	do {
+		again = false;
+		list_for_each_safe(pos, tmp, &writeback.passes)
+			pass_pump(list_entry(pos, struct wb_pass, link));
+	} while (again);
+	pumping = false;
 }
 
 static void pass_finish(struct wb_pass *p, int status)

@@ -16,7 +16,9 @@
  *      round trip is unknown, WB_MAX_WRITES small scattered ones at 10 ms;
  *   5. cache.commit = local: COMMIT answered once the index recorded the
  *      bytes, with no upstream call; a refused write-back keeps them dirty
- *      and unwritten, counted, not reported; the next one writes them.
+ *      and unwritten, counted, not reported; the next one writes them;
+ *   6. the daemon stops while the upstream does not answer, with passes
+ *      waiting for room in the window: every pass ends, the bytes stay dirty.
  * Each asserts the replies, the upstream calls (offset, count, stable,
  * data, credential) and the write-back counters.
  *
@@ -490,6 +492,39 @@ static void test_commit_local(void)
 	stop();
 }
 
+/* ---- 6. the daemon stops with passes waiting for the window ----------- */
+
+static void test_stop_passes(void)
+{
+	int flush_status = -1;
+
+	start(tune);
+	diag("6. the daemon stops while the upstream does not answer: three passes, the first holding the window");
+	writable_file("fh-s1");
+	writable_file("fh-s2");
+	writable_file("fh-s3");
+	fake_upstream_set_wtmax(4096);
+	fake_upstream_set_srtt(0);
+	taken(write_call("fh-s1", 0, 16384, UNSTABLE), 16384, "WRITE [0, 16K) of the first file");
+	taken(write_call("fh-s2", 0, 4096, UNSTABLE), 4096, "WRITE [0, 4K) of the second");
+	taken(write_call("fh-s3", 0, 4096, UNSTABLE), 4096, "WRITE [0, 4K) of the third");
+	is_int(writeback_flush_all(flush_done, &flush_status), 0, "flush: write-back starts");
+	ok(fake_wait_pending(NFS3PROC_WRITE, WB_MIN_WRITES), "... WB_MIN_WRITES WRITEs of the first file");
+	is_int(fake_pending(NFS3PROC_WRITE), WB_MIN_WRITES, "... and none of the others (no room)");
+	writeback.stopping = 1;   /* what writeback_finalise() does first */
+	for (unsigned i = 0; i < WB_MIN_WRITES; i++) {
+		struct fake_call *c = fake_pending_nth(NFS3PROC_WRITE, 0);
+		if (!c)
+			fake_bail_out("the upstream call the case goes on with is missing");
+		fake_complete(c, UPSTREAM_TIMEOUT, NULL);
+	}
+	fake_run_until(flushed, &flush_status, 5.0);
+	ok(flush_status < 0, "the flush: the upstream did not answer");
+	ok(list_empty(&writeback.passes), "every pass ended");
+	is_int(stats.cache_dirty_bytes, 24576, "cache.dirty.bytes 24K: kept for the next start");
+	stop();
+}
+
 int main(void)
 {
 	fake_watchdog(60);
@@ -505,6 +540,7 @@ int main(void)
 	test_no_room();
 	test_window();
 	test_commit_local();
+	test_stop_passes();
 
 	ev_loop_destroy(lp);
 	return done();
