@@ -16,6 +16,9 @@
  * them: the refusal is logged and counted, and the bytes stay dirty (in
  * memory and in the index) and are tried again after a backoff that
  * doubles from WB_RETRY_MIN_S to WB_RETRY_MAX_S (`flush` tries at once).
+ * So are bytes a COMMIT answered that way before a reload set
+ * cache.commit = upstream (cache_unwritten_bytes()); the next COMMIT then
+ * gets the error, and the write verifier stays (nothing was lost).
  *
  * One pass per object at a time.  WRITEs in flight, all passes together,
  * fill a window sized to keep the link busy: the bandwidth-delay product
@@ -325,10 +328,14 @@ static void pass_finish(struct wb_pass *p, int status)
 		s->backoff_s = 0;
 	} else if (status < 0) {
 		cache_commit_settle(o, CACHE_RESEND);
-	} else if (cfg()->cache.commit == COMMIT_LOCAL && !s->removed) {
-		/* a COMMIT may have been answered for them: kept, tried again later */
+	} else if ((cfg()->cache.commit == COMMIT_LOCAL || cache_unwritten_bytes(o) != 0) &&
+		   !s->removed) {
+		/* a COMMIT may have been answered for them (in this mode, or in
+		 * it before a reload): kept, tried again later */
 		cache_commit_settle(o, CACHE_RESEND);
 		stats.cache_writeback_errors++;
+		if (cfg()->cache.commit != COMMIT_LOCAL)
+			s->error = (uint32_t)status;   /* a COMMIT waiting for them hears of it */
 		if (status == NFS3ERR_ACCES || status == NFS3ERR_PERM)
 			cache_access_forget(o);   /* asked again before a write is taken */
 		s->backoff_s = s->backoff_s == 0 ? WB_RETRY_MIN_S : s->backoff_s * 2;

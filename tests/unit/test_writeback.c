@@ -17,6 +17,8 @@
  *   5. cache.commit = local: COMMIT answered once the index recorded the
  *      bytes, with no upstream call; a refused write-back keeps them dirty
  *      and unwritten, counted, not reported; the next one writes them;
+ *      after a reload to cache.commit = upstream a refusal still keeps them
+ *      (reported to the next COMMIT);
  *   6. the daemon stops while the upstream does not answer, with passes
  *      waiting for room in the window: every pass ends, the bytes stay dirty.
  * Each asserts the replies, the upstream calls (offset, count, stable,
@@ -488,6 +490,36 @@ static void test_commit_local(void)
 	is_int(flush_status, 0, "the flush is OK");
 	is_int(stats.cache_unwritten_bytes, 0, "cache.unwritten.bytes 0");
 	is_int(stats.cache_unwritten_oldest_s, 0, "cache.unwritten.oldest_s 0");
+	is_int(stats.cache_dirty_bytes, 0, "cache.dirty.bytes 0");
+	stop();
+
+	start(tune_local);
+	diag("5d. committed locally, then a reload sets cache.commit = upstream: a refusal keeps them");
+	writable_file("fh-reload");
+	memcpy(verf0, nfsd.write_verf, sizeof(verf0));
+	taken(write_call("fh-reload", 0, 8192, UNSTABLE), 8192, "WRITE [0, 8K)");
+	r = fake_wait_reply(commit_call("fh-reload"));
+	ok(r && r->status == NFS3_OK, "COMMIT (local): NFS3_OK");
+	is_int(stats.cache_unwritten_bytes, 8192, "cache.unwritten.bytes 8192");
+	nfsd.cfg.cache.commit = COMMIT_UPSTREAM;   /* what a reload does */
+	flush_status = -1;
+	is_int(writeback_flush_all(flush_done, &flush_status), 0, "flush: write-back starts");
+	ok(fake_wait_pending(NFS3PROC_WRITE, 1) && write_sent(0, 8192), "... one WRITE of [0, 8K)");
+	fake_complete_status(fake_pending_nth(NFS3PROC_WRITE, 0), NFS3ERR_ACCES);
+	fake_run_until(flushed, &flush_status, 5.0);
+	is_int(flush_status, NFS3ERR_ACCES, "the flush reports NFS3ERR_ACCES");
+	is_int(stats.cache_writeback_errors, 1, "cache.writeback.errors 1");
+	is_int(stats.cache_dirty_bytes, 8192, "cache.dirty.bytes 8192: kept");
+	is_int(stats.cache_unwritten_bytes, 8192, "cache.unwritten.bytes 8192: kept");
+	ok(memcmp(nfsd.write_verf, verf0, sizeof(verf0)) == 0, "the write verifier stays");
+	uint32_t xc = commit_call("fh-reload");
+	ok(fake_wait_pending(NFS3PROC_WRITE, 1) && write_sent(0, 8192),
+	   "the next COMMIT (upstream): the kept bytes are sent again");
+	upstream_write(fake_pending_nth(NFS3PROC_WRITE, 0), verf1);
+	ok(fake_wait_pending(NFS3PROC_COMMIT, 1), "then a COMMIT");
+	upstream_commit(fake_pending_nth(NFS3PROC_COMMIT, 0), verf1);
+	status_is(xc, NFS3ERR_ACCES, "... and the client's COMMIT hears of the refusal");
+	is_int(stats.cache_unwritten_bytes, 0, "cache.unwritten.bytes 0");
 	is_int(stats.cache_dirty_bytes, 0, "cache.dirty.bytes 0");
 	stop();
 }
