@@ -317,6 +317,22 @@ static void pump_all(void)
 	pumping = false;
 }
 
+/*
+ * A WRITE or COMMIT got no answer within upstream.timeout_ms: every pass
+ * stops sending (what it sent still completes), so that passes waiting for
+ * room in the window end now, their bytes dirty for a later pass, instead
+ * of each waiting out a timeout of its own in turn: a flush or a stop with
+ * the upstream down answers within about one upstream.timeout_ms.
+ */
+static void upstream_silent(void)
+{
+	struct list_node *pos;
+
+	for (pos = writeback.passes.next; pos != &writeback.passes; pos = pos->next)
+		list_entry(pos, struct wb_pass, link)->transient = 1;
+	pump_all();
+}
+
 static void pass_finish(struct wb_pass *p, int status)
 {
 	struct cache_object *o = p->o;
@@ -403,6 +419,8 @@ static void commit_done(void *priv, enum upstream_status st, void *res)
 	COMMIT3res *r = res;
 
 	if (st == UPSTREAM_TIMEOUT || (st == UPSTREAM_OK && r->status == NFS3ERR_JUKEBOX)) {
+		if (st == UPSTREAM_TIMEOUT)
+			upstream_silent();
 		pass_finish(p, -ETIMEDOUT);
 	} else if (st != UPSTREAM_OK) {
 		pass_finish(p, st == UPSTREAM_DENIED ? NFS3ERR_ACCES : NFS3ERR_IO);
@@ -466,6 +484,8 @@ static void chunk_write_done(void *priv, enum upstream_status st, void *res)
 	cache_change_end(o);
 	if (st == UPSTREAM_TIMEOUT || (st == UPSTREAM_OK && r->status == NFS3ERR_JUKEBOX)) {
 		p->transient = 1;
+		if (st == UPSTREAM_TIMEOUT)
+			upstream_silent();
 	} else if (st != UPSTREAM_OK) {
 		p->error = st == UPSTREAM_DENIED ? NFS3ERR_ACCES : NFS3ERR_IO;
 	} else if (r->status != NFS3_OK) {

@@ -557,6 +557,40 @@ static void test_stop_passes(void)
 	stop();
 }
 
+/* ---- 7. a flush while the upstream does not answer --------------------- */
+
+static void test_silent_upstream(void)
+{
+	int flush_status = 1;
+
+	start(tune);
+	diag("7. a flush of three files while the upstream does not answer: the first pass holds the window");
+	writable_file("fh-t1");
+	writable_file("fh-t2");
+	writable_file("fh-t3");
+	fake_upstream_set_wtmax(4096);
+	fake_upstream_set_srtt(0);
+	taken(write_call("fh-t1", 0, 16384, UNSTABLE), 16384, "WRITE [0, 16K) of the first file");
+	taken(write_call("fh-t2", 0, 4096, UNSTABLE), 4096, "WRITE [0, 4K) of the second");
+	taken(write_call("fh-t3", 0, 4096, UNSTABLE), 4096, "WRITE [0, 4K) of the third");
+	unsigned sent0 = fake_sent(NFS3PROC_WRITE);
+	is_int(writeback_flush_all(flush_done, &flush_status), 0, "flush: write-back starts");
+	ok(fake_wait_pending(NFS3PROC_WRITE, WB_MIN_WRITES), "... WB_MIN_WRITES WRITEs of the first file");
+	for (unsigned i = 0; i < WB_MIN_WRITES; i++) {
+		struct fake_call *c = fake_pending_nth(NFS3PROC_WRITE, 0);
+		if (!c)
+			fake_bail_out("the upstream call the case goes on with is missing");
+		fake_complete(c, UPSTREAM_TIMEOUT, NULL);
+	}
+	fake_run_until(flushed, &flush_status, 5.0);
+	ok(flush_status < 0, "the flush answers once the first WRITEs got no answer: the upstream did not answer");
+	is_int(fake_sent(NFS3PROC_WRITE) - sent0, WB_MIN_WRITES,
+	       "the passes waiting for room sent nothing (no timeout of their own in turn)");
+	ok(list_empty(&writeback.passes), "every pass ended");
+	is_int(stats.cache_dirty_bytes, 24576, "cache.dirty.bytes 24K: kept for a later pass");
+	stop();
+}
+
 int main(void)
 {
 	fake_watchdog(60);
@@ -573,6 +607,7 @@ int main(void)
 	test_window();
 	test_commit_local();
 	test_stop_passes();
+	test_silent_upstream();
 
 	ev_loop_destroy(lp);
 	return done();
