@@ -11,10 +11,17 @@
  * (ties go round the connections).  A connection that fails gives its calls
  * back to the queue: they go to another connection that is up, or wait for
  * one.  Every call gets one XID from a daemon-wide counter when it is first
- * sent and keeps it when it is sent again, on its connection (libnfs
- * requeues it after reconnecting by itself) or on another: XIDs are unique
- * across connections, so an upstream duplicate request cache that keys on
- * the XID alone neither confuses two calls nor misses a retransmission.
+ * sent and keeps it when it is sent again: XIDs are unique across
+ * connections, so an upstream duplicate request cache that keys on the XID
+ * alone neither confuses two calls nor misses a retransmission.
+ *
+ * libnfs's own reconnection is off: libnfs 4.0 keeps its receive state (a
+ * reply record read in part, or its record marker) across it, so the first
+ * bytes of the new socket complete the old record (a reply made of two, which
+ * may match a call sent again) and every record after it is out of step (a
+ * record marker read from reply data fails each new socket before it reads a
+ * byte, for ever).  A connection that fails is torn down and mounted again
+ * on a new context.
  */
 #include "config.h"
 
@@ -37,7 +44,6 @@
 #define TICK_S 0.1               /* libnfs timeout scan and deadline checks */
 #define BACKOFF_MIN_S 0.1
 #define BACKOFF_MAX_S 2.0
-#define RECONNECT_RETRIES 3      /* libnfs's own immediate reconnects, keeping XIDs */
 #define MOUNT_XIDS 64            /* XIDs set aside for the calls of one nfs_mount_async */
 
 enum up_state { UP_DOWN, UP_CONNECTING, UP_UP };
@@ -50,7 +56,6 @@ struct up_conn {
 	enum up_state state;
 	int broken;                    /* tear the context down after nfs_service */
 	int ever_up;
-	int reconnecting;              /* libnfs replaced the socket: no reply on it yet */
 	int queued;                    /* calls handed to libnfs since the last io update */
 	struct rpc_poll poll;          /* follows nfs's rpc_context while it exists */
 	ev_timer retry;
@@ -248,13 +253,7 @@ static void up_count_reconnect(struct up_conn *c)
 static void up_io_update(struct up_conn *c)
 {
 	c->queued = 0;
-	if (rpc_poll_update(&c->poll) && c->state == UP_UP) {
-		/* libnfs is reconnecting by itself, dup2()ing a new socket onto
-		 * the fd; it counts once a reply arrives on it */
-		if (!c->reconnecting)
-			up_count_error(c);
-		c->reconnecting = 1;
-	}
+	rpc_poll_update(&c->poll);
 }
 
 static void up_tick_update(struct upstream *up)
@@ -282,7 +281,6 @@ static void up_teardown(struct up_conn *c)
 			    c->index, c->last_error);
 	c->nfs = NULL;
 	c->state = UP_DOWN;
-	c->reconnecting = 0;
 	c->queued = 0;
 	rpc_poll_stop(&c->poll);
 	nfs_destroy_context(nfs);   /* its PDU callbacks requeue their calls */
@@ -331,11 +329,6 @@ static void up_rpc_cb(struct rpc_context *rpc, int status, void *data, void *pri
 	(void)rpc;
 	switch (status) {
 	case RPC_STATUS_SUCCESS:
-		if (c->reconnecting && c->nfs == r->sent_on) {
-			c->reconnecting = 0;
-			up_count_reconnect(c);
-			log_info("upstream: %s:%s conn %u: reconnected", up->server, up->export, c->index);
-		}
 		{
 			double rtt = ev_time() - r->sent_at;
 			up->srtt = up->srtt == 0 ? rtt : up->srtt + (rtt - up->srtt) / 8;
@@ -438,7 +431,8 @@ static void up_serviced(struct rpc_poll *p, int rc)
 	struct up_conn *c = container_of(p, struct up_conn, poll);
 
 	if (rc < 0 && !c->broken) {
-		snprintf(c->last_error, sizeof(c->last_error), "%s", nfs_get_error(c->nfs));
+		const char *why = nfs_get_error(c->nfs);   /* libnfs 4.0 sets none for a close */
+		snprintf(c->last_error, sizeof(c->last_error), "%s", why ? why : "closed by the server");
 		c->broken = 1;
 	}
 	up_conn_after_service(c);
@@ -499,8 +493,7 @@ static void up_mount_cb(int status, struct nfs_context *nfs, void *data, void *p
 		uint64_t rtmax = nfs_get_readmax(nfs);
 		up->rtmax = rtmax > UINT32_MAX ? UINT32_MAX : (uint32_t)rtmax;
 	}
-	rpc_poll_forget_socket(&c->poll);   /* the mount's own sockets are not reconnections */
-	rpc_set_autoreconnect(nfs_get_rpc_context(c->nfs), RECONNECT_RETRIES);
+	rpc_set_autoreconnect(nfs_get_rpc_context(c->nfs), 0);   /* see the top of this file */
 	if (c->ever_up) {
 		up_count_reconnect(c);
 		log_info("upstream: %s:%s conn %u: reconnected", up->server, up->export, c->index);
@@ -524,7 +517,7 @@ static void up_connect(struct up_conn *c)
 	if (url)
 		nfs_destroy_url(url);
 	nfs_set_timeout(c->nfs, (int)up->cfg->upstream_timeout_ms);
-	nfs_set_autoreconnect(c->nfs, RECONNECT_RETRIES);
+	nfs_set_autoreconnect(c->nfs, 0);   /* what the mount sets on its NFS connection */
 	/* the mount's own calls take XIDs no forwarded call will have */
 	rpc_set_next_xid(nfs_get_rpc_context(c->nfs), up->next_xid);
 	up->next_xid += MOUNT_XIDS;
