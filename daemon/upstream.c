@@ -326,7 +326,6 @@ static void up_rpc_cb(struct rpc_context *rpc, int status, void *data, void *pri
 	struct upstream *up = r->up;
 	struct up_conn *c = r->conn;
 
-	(void)rpc;
 	switch (status) {
 	case RPC_STATUS_SUCCESS:
 		{
@@ -349,9 +348,13 @@ static void up_rpc_cb(struct rpc_context *rpc, int status, void *data, void *pri
 			return;
 		}
 		/* the transport failed, not the call: send it again once reconnected */
-		if (c->nfs == r->sent_on) {
-			snprintf(c->last_error, sizeof(c->last_error), "%s",
-				 data ? (const char *)data : "transport error");
+		if (c->nfs == r->sent_on && !c->broken) {
+			/* the context's own error says why the socket failed; the
+			 * call's is libnfs's fixed "Failed to reconnect" text */
+			const char *why = rpc_get_error(rpc);
+			if (!why || !*why)
+				why = data ? (const char *)data : "transport error";
+			snprintf(c->last_error, sizeof(c->last_error), "%s", why);
 			c->broken = 1;
 		}
 		break;
