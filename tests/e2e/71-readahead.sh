@@ -10,6 +10,13 @@
 #                is fetched once, most of them ahead of the READs
 #                (cache.readahead.bytes); a second copy is all hits, with no
 #                upstream READ.
+#   in flight    a cold 64 MiB file read in order by READs of 1 MiB with 16
+#                of them in flight on one connection (tests/rpc.py), as
+#                `nfsbench -w seqread -j 16`: every READ answers the file's
+#                bytes, and the client's own READs and the readahead never
+#                fetch a byte twice: cache.read.bytes_upstream is at least
+#                the file and at most one fetch (1 MiB) more, in at most 65
+#                upstream READs.
 #   random       200 READs of 4 KiB at distinct random pages of a 16 MiB
 #                file (never one where another ended: no READ is
 #                sequential), tests/rpc.py: each answers the file's bytes,
@@ -71,6 +78,56 @@ is "$(d s1 s2 cache.read.misses)" 0 "warm: no miss"
 is "$(d s1 s2 cache.read.hits)" "$(d s1 s2 nfs3.calls.READ)" "warm: every READ a hit"
 is "$(d s1 s2 cache.readahead.bytes)" 0 "warm: nothing fetched ahead"
 diag "64 MiB nfs-cp: cold ${t_cold} ms, warm ${t_warm} ms (loopback; not a benchmark)"
+
+# ---- in flight ---------------------------------------------------------------
+PSIZE=$((64 * MIB))
+head -c "$PSIZE" /dev/urandom > "$EXPORT_DIR/par64"
+FH=$(fh_of par64)
+[ -n "$FH" ] || { ok 1 "LOOKUP of par64 through nfscached"; done_testing; }
+snap p0
+timeout -k 5 180 python3 - "$top_srcdir/tests" "$PORT" "$FH" "$EXPORT_DIR/par64" \
+    > "$T_TMP/par.out" 2>&1 <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import rpc
+port, fh, path = int(sys.argv[2]), bytes.fromhex(sys.argv[3]), sys.argv[4]
+data = open(path, "rb").read()
+step, depth = 1 << 20, 16
+c = rpc.Conn("127.0.0.1", port, timeout=60)
+offsets = list(range(0, len(data), step))
+pending = {}          # xid -> offset
+got = {}
+errors = 0
+def send(off):
+    xid, rec = c.build(rpc.NFS_PROGRAM, rpc.NFS_V3, rpc.NFSPROC3_READ, rpc.read_args(fh, off, step))
+    c.send_raw(rec)
+    pending[xid] = off
+nxt = 0
+while nxt < len(offsets) and len(pending) < depth:
+    send(offsets[nxt]); nxt += 1
+while pending:
+    rep = c.recv_reply()
+    off = pending.pop(rep.xid)
+    st, d, eof = rpc.read3res(rep.body) if rep.ok() else (rep.summary(), b"", False)
+    errors += st != "NFS3_OK"
+    got[off] = d or b""
+    if nxt < len(offsets):
+        send(offsets[nxt]); nxt += 1
+print("reads:", len(offsets))
+print("errors:", errors)
+print("right:", "yes" if b"".join(got[o] for o in offsets) == data else "no")
+PY
+snap p1
+pv() { val "$T_TMP/par.out" "$1"; }
+is "$(pv reads) $(pv errors)" "64 0" "in flight: 64 READs of 1 MiB, 16 at a time, no error" ||
+    diag "$(tail -n 5 "$T_TMP/par.out")"
+is "$(pv right)" yes "in flight: the READs answered the file's bytes"
+up=$(d p0 p1 cache.read.bytes_upstream)
+num_ok "$up" -ge "$PSIZE" "in flight: cache.read.bytes_upstream $up: the whole file came from the upstream"
+num_ok "$up" -le $((PSIZE + MIB)) \
+    "in flight: ... at most one fetch more: the READs and the readahead fetched no byte twice"
+num_ok "$(d p0 p1 upstream.calls.READ)" -le 65 "in flight: at most 65 upstream READs of it"
+diag "in flight: misses $(d p0 p1 cache.read.misses), hits $(d p0 p1 cache.read.hits), read ahead $(d p0 p1 cache.readahead.bytes) bytes"
 
 # ---- random ----------------------------------------------------------------
 RSIZE=$((16 * MIB))
