@@ -320,6 +320,7 @@ static void write_try(struct write_op *op)
 		forward_flushed(op);   /* no room in the cache: written through */
 		return;
 	}
+	writeback_dirtied(o);
 	write_reply_local(op, &pre);
 }
 

@@ -58,6 +58,8 @@
 #define WB_MAX_WRITES 256         /* WRITEs in flight at most, all passes */
 #define WB_MAX_RESTARTS 10        /* verifier changes before a pass gives up for now */
 #define WB_TICK_S 0.25            /* expiry and pressure checks */
+#define WB_BEHIND_BYTES (4u << 20)   /* dirty bytes of a sequential writer's file
+				      * that start its write-back (writeback_dirtied) */
 #define WB_RETRY_MIN_S 1.0        /* first wait after a refusal (cache.commit = local) */
 #define WB_RETRY_MAX_S 60.0       /* longest wait between tries of refused bytes */
 #define WB_DEFAULT_WTMAX 65536    /* before the upstream told its wtmax */
@@ -121,6 +123,7 @@ static struct {
 
 static void pass_pump(struct wb_pass *p);
 static void pass_start(struct cache_object *o);
+static bool behind_writer(const struct cache_object *o);
 
 static struct writeback_state *state_of(struct cache_object *o)
 {
@@ -382,8 +385,10 @@ static void pass_finish(struct wb_pass *p, int status)
 	free(p->ranges);
 	free(p);
 	waiters_check(o, status);
-	if (waited_for(o) && cache_has_uncommitted(o) && !pass_of(o) && !o->wb_recover && status >= 0)
-		pass_start(o);   /* bytes written since this pass began are waited for */
+	if ((waited_for(o) || behind_writer(o)) && cache_has_uncommitted(o) && !pass_of(o) &&
+	    !o->wb_recover && status >= 0)
+		pass_start(o);   /* bytes written since this pass began are waited for, or
+				  * the writer goes on */
 	throttled_wake();
 	pump_all();
 }
@@ -601,6 +606,21 @@ static void pass_start(struct cache_object *o)
 	cache_pin(o);   /* kept by the cache until pass_finish() */
 	list_add_tail(&writeback.passes, &p->link);
 	pass_pump(p);
+}
+
+/* Is `o` written sequentially with enough dirty bytes to be written back
+ * behind its writer? */
+static bool behind_writer(const struct cache_object *o)
+{
+	return o->dirty.bytes >= WB_BEHIND_BYTES &&
+	       o->dirty.bytes / o->dirty.count >= chunk_max();
+}
+
+void writeback_dirtied(struct cache_object *o)
+{
+	if (!pass_of(o) && !o->wb_recover && !writeback.stopping && behind_writer(o) &&
+	    !(o->wb && o->wb->retry_at > ev_now(writeback.loop)))
+		pass_start(o);
 }
 
 /* ---- recovery of dirty ranges from the index --------------------------- */

@@ -72,6 +72,16 @@ int writeback_flush_all(void (*done)(void *arg, int status), void *arg);
  */
 bool writeback_throttle(uint32_t len, struct cache_waiter *w);
 
+/*
+ * A local write added dirty bytes to `o`.  A file written sequentially
+ * (its dirty bytes at least WB_BEHIND_BYTES in runs of a wtmax on average)
+ * is written back behind its writer, as the Linux client's background
+ * write-back does, so that the COMMIT that ends the writing waits only for
+ * the tail; scattered dirty bytes wait for dirty_expire_ms, pressure or a
+ * COMMIT (later writes next to them make fewer WRITEs).
+ */
+void writeback_dirtied(struct cache_object *o);
+
 /* The nfsstat3 of a failed write-back of `o` not reported yet (0: none),
  * left for the next COMMIT. */
 uint32_t writeback_error(const struct cache_object *o);

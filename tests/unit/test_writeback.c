@@ -41,7 +41,7 @@
 #define MAX_DIRTY 65536u             /* cache.max_dirty of case 3 */
 
 static struct ev_loop *lp;
-static uint8_t data[256 * 1024];
+static uint8_t data[12 * 1024 * 1024];   /* WRITE data: bytes at their file offset */
 
 static const struct rpc_cred writer = {
 	.flavor = RPC_AUTH_SYS,
@@ -591,6 +591,49 @@ static void test_silent_upstream(void)
 	stop();
 }
 
+/* ---- 8. write-back behind a sequential writer ------------------------- */
+
+static void test_behind_writer(void)
+{
+	unsigned most;
+	const uint32_t chunk = 256 * 1024;
+
+	start(tune);
+	diag("8. a file written sequentially is written back behind its writer");
+	writable_file("fh-seq");
+	writable_file("fh-rnd");
+	fake_upstream_set_wtmax(65536);
+	fake_upstream_set_srtt(0.010);
+	unsigned before = fake_sent(NFS3PROC_WRITE);
+	for (uint32_t off = 0; off < (4u << 20) - chunk; off += chunk)
+		if (!taken(write_call("fh-seq", off, chunk, UNSTABLE), chunk, "sequential WRITE"))
+			break;
+	fake_run_for(0.05);
+	is_int(fake_sent(NFS3PROC_WRITE) - before, 0, "below 4 MiB dirty: nothing written back yet");
+	taken(write_call("fh-seq", (4u << 20) - chunk, chunk, UNSTABLE), chunk, "the WRITE that makes 4 MiB");
+	ok(fake_wait_pending(NFS3PROC_WRITE, 1), "write-back started without a COMMIT");
+	is_int(drain_writes(&most), 64, "64 WRITEs of wtmax (64K)");
+	ok(fake_wait_pending(NFS3PROC_COMMIT, 1), "then the pass's COMMIT");
+	upstream_commit(fake_pending_nth(NFS3PROC_COMMIT, 0), verf1);
+	fake_run_for(0.05);
+	is_int(stats.cache_dirty_bytes, 0, "cache.dirty.bytes 0 with no COMMIT from the client");
+
+	diag("8b. scattered 4K WRITEs making 5 MiB dirty wait (later neighbours make fewer WRITEs)");
+	before = fake_sent(NFS3PROC_WRITE);
+	for (unsigned i = 0; i < 1280; i++)
+		if (!taken(write_call("fh-rnd", 8192ull * i, 4096, UNSTABLE), 4096, "scattered WRITE"))
+			break;
+	fake_run_for(0.05);
+	is_int(fake_sent(NFS3PROC_WRITE) - before, 0, "no write-back started");
+	is_int(stats.cache_dirty_bytes, 1280 * 4096, "cache.dirty.bytes 5 MiB");
+	uint32_t xc = commit_call("fh-rnd");
+	is_int(drain_writes(&most), 1280, "their COMMIT: one WRITE per range");
+	ok(fake_wait_pending(NFS3PROC_COMMIT, 1), "then a COMMIT");
+	upstream_commit(fake_pending_nth(NFS3PROC_COMMIT, 0), verf1);
+	status_is(xc, NFS3_OK, "COMMIT: NFS3_OK");
+	stop();
+}
+
 int main(void)
 {
 	fake_watchdog(60);
@@ -608,6 +651,7 @@ int main(void)
 	test_commit_local();
 	test_stop_passes();
 	test_silent_upstream();
+	test_behind_writer();
 
 	ev_loop_destroy(lp);
 	return done();
