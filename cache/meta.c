@@ -82,6 +82,10 @@ struct meta_node {
 	struct meta_entry e;            /* kind META_NODE */
 	struct meta_node *hash_next;
 	uint64_t gen;                   /* meta.seq of our last change; older replies are stale */
+	uint64_t access_gen;            /* meta.seq when its ACCESS results were last dropped
+					 * (or it was made): older ACCESS replies are stale; a
+					 * change that keeps mode and owner (a WRITE) does not
+					 * make them so */
 	double confirmed;               /* loop time the attributes were confirmed */
 	double ttl;                     /* seconds they are trusted; 0 = not at all */
 	fattr3 attrs;                   /* valid when has_attrs */
@@ -434,6 +438,7 @@ static bool access_drop(struct meta_node *n)
 {
 	bool had = n->naccess > 0;
 
+	n->access_gen = meta.seq;
 	for (uint8_t i = 0; i < n->naccess; i++)
 		m_free(n->access[i].gids, n->access[i].gids_len * sizeof(uint32_t));
 	m_free(n->access, n->naccess * sizeof(*n->access));
@@ -523,6 +528,7 @@ static struct meta_node *node_new(const nfs_fh3 *fh)
 	list_init(&n->names);
 	list_init(&n->waiters);
 	list_init(&n->linked);
+	n->access_gen = meta.dropped_gen;   /* a node dropped since may have had other results */
 	n->hash_next = meta.nodes[n->hash & (meta.nnode_buckets - 1)];
 	meta.nodes[n->hash & (meta.nnode_buckets - 1)] = n;
 	list_add_head(&meta.lru, &n->e.lru);
@@ -963,7 +969,7 @@ void meta_access_record(const nfs_fh3 *fh, const struct rpc_cred *cred, uint32_t
 	if (!on_or_drop() || !cred || cred->gids_len > RPC_AUTH_SYS_MAX_GIDS)
 		return;
 	struct meta_node *n = node_find(fh);
-	if (!n || !n->has_attrs || seq < n->gen)
+	if (!n || !n->has_attrs || seq < n->access_gen)
 		return;
 	struct meta_access *s = access_find(n, cred);
 	if (!s) {

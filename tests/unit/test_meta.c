@@ -384,12 +384,14 @@ static void test_access(void)
 	meta_access_record(&f, &c2, ACCESS3_READ, 0, meta_seq());
 	ok(meta_access_get(&f, &c2, ACCESS3_READ, &granted) && granted == 0, "the other uid's own result");
 
-	/* stale */
+	/* a change of ours that keeps mode and owner (a WRITE) leaves an ACCESS
+	 * reply sent before it right */
 	uint64_t s = meta_seq();
 	wcc_data w = wcc_of(&a, &a);
 	meta_changed(&f, &w);
 	meta_access_record(&f, &c3, ACCESS3_READ, ACCESS3_READ, s);
-	ok(!meta_access_get(&f, &c3, ACCESS3_READ, &granted), "stale ACCESS reply ignored");
+	ok(meta_access_get(&f, &c3, ACCESS3_READ, &granted) && granted == ACCESS3_READ,
+	   "an ACCESS reply sent before a WRITE of ours is kept");
 	ok(meta_access_get(&f, &c1, ACCESS3_MODIFY, &granted), "explained change keeps ACCESS results");
 
 	/* a change of ours that changes the mode drops them, uncounted */
@@ -406,6 +408,17 @@ static void test_access(void)
 	is_int(stats.cache_metadata_invalidations, inv0, "not counted as an invalidation");
 	w = wcc_of(&am, &a);
 	meta_changed(&f, &w);
+	/* stale: sent before a change of the mode */
+	fattr3 chmoded = a;
+	chmoded.ctime.seconds += 2;
+	chmoded.mode ^= 0044;
+	s = meta_seq();
+	w = wcc_of(&a, &chmoded);
+	meta_changed(&f, &w);
+	meta_access_record(&f, &c3, ACCESS3_READ, ACCESS3_READ, s);
+	ok(!meta_access_get(&f, &c3, ACCESS3_READ, &granted), "stale ACCESS reply ignored");
+	w = wcc_of(&chmoded, &a);
+	meta_changed(&f, &w);   /* the mode back, for what follows */
 	meta_access_record(&f, &c1, ACCESS3_MODIFY, ACCESS3_MODIFY, meta_seq());
 
 	/* not fresh */
