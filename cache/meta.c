@@ -814,7 +814,19 @@ void meta_expire_linked(void)
 		list_entry(p, struct meta_node, linked)->ttl = 0;
 }
 
+static void changed(const nfs_fh3 *fh, const wcc_data *wcc, bool explained);
+
 void meta_changed(const nfs_fh3 *fh, const wcc_data *wcc)
+{
+	changed(fh, wcc, false);
+}
+
+void meta_changed_explained(const nfs_fh3 *fh, const wcc_data *wcc)
+{
+	changed(fh, wcc, true);
+}
+
+static void changed(const nfs_fh3 *fh, const wcc_data *wcc, bool explained)
 {
 	uint64_t seq = ++meta.seq;
 
@@ -834,9 +846,9 @@ void meta_changed(const nfs_fh3 *fh, const wcc_data *wcc)
 	if (n->has_attrs) {
 		const wcc_attr *pre = wcc && wcc->before.attributes_follow ?
 				      &wcc->before.pre_op_attr_u.attributes : NULL;
-		bool ours = pre && pre->size == n->attrs.size &&
-			    time_eq(&pre->mtime, &n->attrs.mtime) &&
-			    time_eq(&pre->ctime, &n->attrs.ctime);
+		bool ours = explained || (pre && pre->size == n->attrs.size &&
+					  time_eq(&pre->mtime, &n->attrs.mtime) &&
+					  time_eq(&pre->ctime, &n->attrs.ctime));
 		if (ours)
 			listing_drop(n);
 		else if (deps_drop(n))

@@ -122,6 +122,11 @@ void meta_expire_linked(void);
  */
 void meta_changed(const nfs_fh3 *fh, const wcc_data *wcc);
 
+/* The same for a change the data cache explained as ours although its
+ * pre-op attributes are not the recorded ones (several of our WRITEs in
+ * flight answered out of order: cache_change_done()). */
+void meta_changed_explained(const nfs_fh3 *fh, const wcc_data *wcc);
+
 /* ---- names (LOOKUP) ----------------------------------------------- */
 
 /*

@@ -199,11 +199,14 @@ void nfsd_meta_change_done(struct nfsd_call *call, const nfs_fh3 *fh, nfsstat3 s
 		meta_attrs_record(fh, &wcc->after.post_op_attr_u.attributes, nfsd_call_state(call)->mseq);
 }
 
-void nfsd_meta_object_changed(const struct cache_object *o, const wcc_data *wcc)
+void nfsd_meta_object_changed(const struct cache_object *o, const wcc_data *wcc, bool explained)
 {
 	nfs_fh3 fh = { .data = { o->fh_len, (char *)o->fh } };
 
-	meta_changed(&fh, wcc);
+	if (explained)
+		meta_changed_explained(&fh, wcc);
+	else
+		meta_changed(&fh, wcc);
 }
 
 void nfsd_post_op_snoop(struct nfsd_call *call, const nfs_fh3 *fh, post_op_attr *pa)

@@ -165,8 +165,10 @@ void nfsd_meta_lookup_first(struct nfsd_call *call, const nfs_fh3 *dir, const ch
 void nfsd_meta_change_done(struct nfsd_call *call, const nfs_fh3 *fh, nfsstat3 status,
 			   const wcc_data *wcc);
 
-/* The same for write-back's own WRITEs and COMMITs of `o`. */
-void nfsd_meta_object_changed(const struct cache_object *o, const wcc_data *wcc);
+/* The same for write-back's own WRITEs and COMMITs of `o`; `explained`:
+ * cache_change_done() took it as ours (other WRITEs of ours in flight
+ * explain pre-op attributes that are not the recorded ones). */
+void nfsd_meta_object_changed(const struct cache_object *o, const wcc_data *wcc, bool explained);
 
 /* nfs_read.c: release o->rd (the free hook, nfs_common.c). */
 void nfsd_read_state_free(struct cache_object *o);

@@ -504,8 +504,7 @@ static void chunk_write_done(void *priv, enum upstream_status st, void *res)
 		} else if (memcmp(p->verf, ok->verf, NFS3_WRITEVERFSIZE) != 0) {
 			p->verf_changed = 1;
 		}
-		cache_change_done(o, &ok->file_wcc);
-		nfsd_meta_object_changed(o, &ok->file_wcc);
+		nfsd_meta_object_changed(o, &ok->file_wcc, cache_change_done(o, &ok->file_wcc));
 		stats.cache_writeback_bytes += n;
 		c->sent += n;
 		if (n == 0) {
