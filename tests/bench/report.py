@@ -295,7 +295,7 @@ def table_meta(recs, scen):
 
 
 def targets_check(recs):
-    """the targets of the issue: (name, measured, met)"""
+    """the performance targets: (name, measured, met)"""
     out = []
 
     def g(**kw):
@@ -609,7 +609,7 @@ run (the upstream's page cache and ganesha's metadata cache stay warm).
     if olds:
         L.append("Sections marked \"earlier run\" were not run this time (`BENCH_SCENARIOS`): their numbers "
                  "come from %s, scale `%s`.\n" % (", ".join(olds), json.dumps(earlier, sort_keys=True)))
-    L.append("## Targets of the issue\n")
+    L.append("## Targets\n")
     L.append("| target | measured | met |")
     L.append("|---|---|---|")
     for name, val, ok in targets_check(recs):
