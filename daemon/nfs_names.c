@@ -5,11 +5,13 @@
  * RMDIR, RENAME and LINK edit the names of both directories from their wcc
  * data.  An object that loses a link stops being trusted (and, for its last
  * link, its clean cached data goes); before a name whose handle the cache
- * does not know goes, one LOOKUP learns it.  nfs_meta.c answers from what
- * this keeps.
+ * does not know goes, one LOOKUP learns it.  A SYMLINK whose call libnfs
+ * could not encode is refused (NFS3ERR_NAMETOOLONG) rather than sent.
+ * nfs_meta.c answers from what this keeps.
  */
 #include "config.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #include "cache/cache.h"
@@ -180,8 +182,43 @@ static void made_fixup(struct nfsd_call *call, void *res)
 }
 #undef MADE
 
+/* libnfs 4.0 encodes a call into ZDR_ENCODEBUF_MINSIZE bytes (lib/pdu.c;
+ * WRITE's data aside): a call that does not fit cannot go upstream. */
+#define UPSTREAM_ENCODE_MAX 4096u
+
+static uint32_t xdr_opaque_bytes(size_t len)
+{
+	return 4 + (uint32_t)((len + 3) & ~(size_t)3);
+}
+
+/* The most bytes SYMLINK call `a` takes as libnfs encodes it for `cred`:
+ * record mark, call header and AUTH_SYS credential (RFC 5531 §9, §14),
+ * AUTH_NONE verifier, SYMLINK3args with every attribute of its sattr3 set
+ * (RFC 1813 §3.3.10). */
+static uint32_t symlink_call_bytes(const SYMLINK3args *a, const struct rpc_cred *cred)
+{
+	uint32_t n = 4 + 6 * 4;
+	n += 2 * 4 + 4 + xdr_opaque_bytes(strlen(cred->machinename)) + 3 * 4 + 4 * cred->gids_len;
+	n += 2 * 4;
+	n += xdr_opaque_bytes(a->where.dir.data.data_len) + xdr_opaque_bytes(strlen(a->where.name));
+	n += 3 * (4 + 4) + (4 + 8) + 2 * (4 + 8);
+	n += xdr_opaque_bytes(strlen(a->symlink.symlink_data));
+	return n;
+}
+
 void nfsd_proc_made(struct nfsd_call *call)
 {
+	if (call->desc->proc == NFS3PROC_SYMLINK &&
+	    symlink_call_bytes(call->args, &call->cred) > UPSTREAM_ENCODE_MAX) {
+		/* a target the upstream may take but that cannot be sent to it
+		 * (up to NFS3_SYMLINK_MAX, less the call's other parts): refused
+		 * as a server refuses a path too long for it */
+		SYMLINK3res res;
+		memset(&res, 0, sizeof(res));
+		res.status = NFS3ERR_NAMETOOLONG;
+		call_reply(call, &res);
+		return;
+	}
 	nfsd_forward_with(call, made_fixup);
 }
 

@@ -146,7 +146,7 @@ static int check_nfs3(struct walk *w, uint32_t proc, uint32_t max_write)
 	case 10: /* SYMLINK */
 		diropargs3(w);
 		sattr3(w);
-		opaque(w, NFS3_PATH_MAX);
+		opaque(w, NFS3_SYMLINK_WIRE_MAX);
 		break;
 	case 11: { /* MKNOD */
 		diropargs3(w);

@@ -19,7 +19,10 @@
  *   7. names looked up one by one in a directory never listed: after two
  *      forwarded LOOKUPs its listing is read (READDIRPLUS, as the caller)
  *      and the next names are answered from it;
- *   8. cache.metadata = no: everything forwarded.
+ *   8. cache.metadata = no: everything forwarded;
+ *   9. SYMLINK: a 3000-byte target is forwarded; one that libnfs cannot
+ *      encode in its 4 KiB call buffer is answered NFS3ERR_NAMETOOLONG
+ *      without an upstream call.
  */
 #include "config.h"
 
@@ -601,6 +604,41 @@ static void test_off(void)
 	metadata_on = 1;
 }
 
+/* ---- 9. SYMLINK targets libnfs can send ------------------------------ */
+
+static void test_symlink_long(void)
+{
+	static char target[4096];
+
+	start();
+	memset(target, 't', sizeof(target) - 1);
+	for (int i = 0; i < 2; i++) {
+		size_t len = i == 0 ? 3000 : 4095;
+		target[len] = '\0';
+		struct nfsd_call *call = fake_client_call(NFS3PROC_SYMLINK, &alice);
+		SYMLINK3args *a = call->args;
+		a->where.dir = fh3(dir_fh, sizeof(dir_fh));
+		a->where.name = "s";
+		a->symlink.symlink_data = target;
+		uint32_t x = fake_dispatch(call);
+		if (i == 0) {
+			struct fake_call *c = fake_pending_nth(NFS3PROC_SYMLINK, 0);
+			ok(c != NULL, "a 3000-byte target is forwarded");
+			if (c)
+				fake_complete_status(c, NFS3ERR_EXIST);
+			const struct fake_reply *r = fake_wait_reply(x);
+			is_int(r ? (long long)r->status : -1, NFS3ERR_EXIST, "... the upstream's answer");
+		} else {
+			const struct fake_reply *r = fake_wait_reply(x);
+			is_int(r ? (long long)r->status : -1, NFS3ERR_NAMETOOLONG,
+			       "a 4095-byte target: NFS3ERR_NAMETOOLONG");
+			is_int(fake_sent(NFS3PROC_SYMLINK), 1, "... not sent upstream");
+		}
+		target[len] = 't';
+	}
+	stop();
+}
+
 int main(void)
 {
 	fake_watchdog(60);
@@ -616,6 +654,7 @@ int main(void)
 	test_listing_revalidate();
 	test_prefetch();
 	test_off();
+	test_symlink_long();
 
 	ev_loop_destroy(lp);
 	return done();
