@@ -18,13 +18,17 @@
 #   c) offsets near 2^63: WRITE of 1 byte at 2^63-2, of 10 bytes across 2^63
 #      and of 1 byte at 2^64-1; READ at 2^63-1, 2^63 and 2^64-1; SETATTR of
 #      the size to 2^63-1, 2^63 and 2^64-1; COMMIT at 2^63 (count 0 and 10)
-#      and across 2^64 (after a small UNSTABLE write): the upstream's status,
+#      and across 2^64 (after a small UNSTABLE write); WRITE of 1 byte at 2^40
+#      and a READ around it, SETATTR size 2^40 (which the upstream's file
+#      system takes): the upstream's status (and count, eof and data of a
+#      READ, count of a WRITE that succeeded),
 #      never SERVERFAULT, no call left unanswered (10 s each); idle after
 # Then, per mode, after `nfscachectl flush`: every p file is its u file,
 # byte for byte; nothing dirty; every backing file sparse (allocated bytes
 # at most the file's valid bytes and a page per range); no index value
 # wrapped or empty (objects.size >= 0, 0 <= start < end for ranges and
-# dirty_ranges) and no dirty_ranges row left.
+# dirty_ranges), the byte at 2^40 held, and no dirty_ranges row left.  Files
+# are compared where either holds data (SEEK_DATA): some are 1 TiB long.
 TEST_TIMEOUT=${TEST_TIMEOUT:-150}
 . "$(dirname "$0")/../lib.sh"
 needs_daemon "nfscached's answers compared with the upstream's"
@@ -113,6 +117,10 @@ def same(case, proc, args_of, desc, fhs=None, mtime=True):
     if want != "NFS3ERR_SERVERFAULT":
         chk.ok(pr["nfs_status"] != "NFS3ERR_SERVERFAULT", "%s: %s: no SERVERFAULT" % (mode, desc))
     chk.is_(pa[0], ua[0], "%s: %s: size after (%s)" % (mode, desc, ua[0]))
+    if want == "NFS3_OK" and proc in ("READ", "WRITE"):
+        keys = ("count", "eof", "data_hex") if proc == "READ" else ("count",)
+        chk.is_(" ".join(str(pr.get(k)) for k in keys), " ".join(str(ur.get(k)) for k in keys),
+                "%s: %s: the upstream's %s" % (mode, desc, ", ".join(keys)))
     if mtime:
         chk.is_(pa[1] != pb[1], ua[1] != ub[1],
                 "%s: %s: mtime changed as the upstream's" % (mode, desc))
@@ -176,6 +184,14 @@ for sname, how in STABLE:
          "%s WRITE of 10 bytes across 2^63" % sname)
     same("w64-%s" % sname, "WRITE", write_args(b"y", T64 - 1, how),
          "%s WRITE of 1 byte at 2^64-1" % sname)
+# far, but within what the export's file system holds: the upstream takes
+# them, and the cache keeps a byte 1 TiB into a sparse backing file
+for sname, how in STABLE:
+    fhs = same("w40-%s" % sname, "WRITE", write_args(b"z", 1 << 40, how),
+               "%s WRITE of 1 byte at 2^40" % sname)
+    same(None, "READ", lambda fh: rpc.read_args(fh, (1 << 40) - 4, 10),
+         "READ of 10 bytes at 2^40-4 after it", fhs)
+same("s40", "SETATTR", lambda fh: nsrpc.setattr_guarded_args(fh, size=1 << 40), "SETATTR size 2^40")
 for oname, off in (("2^63-1", T63 - 1), ("2^63", T63), ("2^64-1", T64 - 1)):
     same("r10-%s" % oname, "READ", lambda fh, off=off: rpc.read_args(fh, off, 10),
          "READ of 10 bytes at %s" % oname)
@@ -196,14 +212,41 @@ out = subprocess.run([ctlbin, "-s", ctlsock, "flush"], capture_output=True, text
 chk.is_(out.returncode, 0, "%s: nfscachectl flush (%s)" % (mode, out.stdout.strip()))
 s2 = st.snap()
 chk.is_(s2.get("cache.dirty.bytes"), 0, "%s: nothing dirty after the flush" % mode)
-differ = []
-for u, p in files:
-    with open(os.path.join(export, u), "rb") as f:
-        ub = f.read()
-    with open(os.path.join(export, p), "rb") as f:
-        pb = f.read()
-    if ub != pb:
-        differ.append("%s (%d bytes, upstream's %d)" % (p, len(pb), len(ub)))
+def extents(fd, size):
+    """The data extents of a sparse file: [(start, end)]."""
+    out, pos = [], 0
+    while pos < size:
+        try:
+            start = os.lseek(fd, pos, os.SEEK_DATA)
+        except OSError:
+            break
+        end = os.lseek(fd, start, os.SEEK_HOLE)
+        out.append((start, end))
+        pos = end
+    return out
+
+
+def same_bytes(a, b):
+    """Files a and b hold the same bytes (holes read as zeros): compared
+    where either holds data."""
+    fa, fb = os.open(a, os.O_RDONLY), os.open(b, os.O_RDONLY)
+    try:
+        size = os.fstat(fa).st_size
+        if os.fstat(fb).st_size != size:
+            return False
+        for start, end in extents(fa, size) + extents(fb, size):
+            for off in range(start, end, 1 << 20):
+                n = min(1 << 20, end - off)
+                if os.pread(fa, n, off) != os.pread(fb, n, off):
+                    return False
+        return True
+    finally:
+        os.close(fa)
+        os.close(fb)
+
+
+differ = [p for u, p in files
+          if not same_bytes(os.path.join(export, u), os.path.join(export, p))]
 chk.is_(" ".join(differ), "", "%s: every file through nfscached is the one the upstream made" % mode)
 fat = []
 nobj = 0
@@ -223,6 +266,9 @@ for table in ("ranges", "dirty_ranges"):
     rows = db.execute('SELECT object, start, "end" FROM %s WHERE start < 0 OR "end" <= start'
                       % table).fetchall()
     chk.is_(rows, [], "%s: index: no %s row wrapped or empty" % (mode, table))
+far = db.execute('SELECT count(*) FROM ranges WHERE start <= ? AND "end" > ?',
+                 (1 << 40, 1 << 40)).fetchone()[0]
+chk.num(far, "-ge", 1, "%s: index: the byte at 2^40 is held (so the sparse check means it)" % mode)
 chk.is_(db.execute("SELECT count(*) FROM dirty_ranges").fetchone()[0], 0,
         "%s: index: no dirty range left" % mode)
 db.close()
