@@ -36,6 +36,7 @@
 	X(cache_write_bytes, "cache.write.bytes", "bytes of WRITEs accepted into the cache (written locally or through)") \
 	X(cache_writeback_bytes, "cache.writeback.bytes", "dirty bytes written back to the upstream") \
 	X(cache_writeback_errors, "cache.writeback.errors", "write-backs the upstream refused for good (reported on the next COMMIT; with cache.commit = local kept and retried)") \
+	X(cache_writeback_retries, "cache.writeback.retries", "write-backs ended before the upstream took the bytes (no answer, NFS3ERR_JUKEBOX, its verifier changing over and over): the bytes stay dirty for a later one") \
 	X(cache_culled_objects, "cache.culled.objects", "objects culled to make room (least recently used first)") \
 	X(cache_culled_bytes, "cache.culled.bytes", "valid bytes of the objects culled") \
 	X(cache_nospace, "cache.nospace", "ENOSPC/EDQUOT from backing file writes") \
