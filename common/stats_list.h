@@ -10,6 +10,7 @@
 	X(upstream_errors, "upstream.errors", "transport failures toward the upstream server") \
 	X(upstream_reconnects, "upstream.reconnects", "reconnections to the upstream server") \
 	X(upstream_timeouts, "upstream.timeouts", "calls answered NFS3ERR_JUKEBOX after upstream.timeout_ms") \
+	X(upstream_jukebox, "upstream.jukebox", "replies NFS3ERR_JUKEBOX from the upstream (passed on to the client, or the write-back tries again later)") \
 	X(rpc_drc_hits, "rpc.drc.hits", "retransmissions answered from the duplicate request cache") \
 	X(rpc_drc_drops, "rpc.drc.drops", "retransmissions dropped while the first call was in progress") \
 	X(rpc_garbage_args, "rpc.garbage_args", "calls answered GARBAGE_ARGS") \

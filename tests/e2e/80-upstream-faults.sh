@@ -169,6 +169,7 @@ for what in (("jukebox", "WRITE"), ("drop", "WRITE"), ("jukebox", "COMMIT")):
 s2 = st.snap()
 chk.is_(s2.get("cache.dirty.bytes"), 16 * KIB, "the bytes still dirty")
 chk.is_(nsrpc.delta(s1, s2, "upstream.timeouts"), 1, "the lost reply counted in upstream.timeouts")
+chk.is_(nsrpc.delta(s1, s2, "upstream.jukebox"), 2, "the two JUKEBOX replies counted in upstream.jukebox")
 chk.is_(nsrpc.delta(s1, s2, "cache.writeback.retries"), 3,
         "three write-backs ended early, their bytes kept for another")
 chk.is_(nsrpc.delta(s1, s2, "cache.writeback.errors"), 0, "... none of them an error")
