@@ -10,6 +10,7 @@
 	X(upstream_errors, "upstream.errors", "transport failures toward the upstream server") \
 	X(upstream_reconnects, "upstream.reconnects", "reconnections to the upstream server") \
 	X(upstream_timeouts, "upstream.timeouts", "calls answered NFS3ERR_JUKEBOX after upstream.timeout_ms") \
+	X(upstream_jukebox, "upstream.jukebox", "replies NFS3ERR_JUKEBOX from the upstream (passed on to the client, or the write-back tries again later)") \
 	X(rpc_drc_hits, "rpc.drc.hits", "retransmissions answered from the duplicate request cache") \
 	X(rpc_drc_drops, "rpc.drc.drops", "retransmissions dropped while the first call was in progress") \
 	X(rpc_garbage_args, "rpc.garbage_args", "calls answered GARBAGE_ARGS") \
@@ -18,7 +19,9 @@
 	X(conn_refused, "conn.refused", "client connections refused (server.allow, server.secure)") \
 	X(conn_accept_errors, "conn.accept_errors", "accept() failures (out of file descriptors)") \
 	X(conn_idle_closed, "conn.idle_closed", "connections closed after 6 minutes without a call") \
-	X(rpc_oversized, "rpc.oversized", "connections closed for a record above server.max_record")
+	X(rpc_oversized, "rpc.oversized", "connections closed for a record above server.max_record") \
+	X(rpc_auth_tooweak, "rpc.auth_tooweak", "AUTH_NONE calls answered AUTH_TOOWEAK (server.auth_none = refuse)") \
+	X(conn_partial_closed, "conn.partial_closed", "connections closed holding the oldest partly received record while all together held more than server.partial_max")
 
 /* The READ counters, also kept per export (`stats exports`). */
 #define STATS_EXPORT_COUNTERS(X) \
@@ -34,6 +37,7 @@
 	X(cache_write_bytes, "cache.write.bytes", "bytes of WRITEs accepted into the cache (written locally or through)") \
 	X(cache_writeback_bytes, "cache.writeback.bytes", "dirty bytes written back to the upstream") \
 	X(cache_writeback_errors, "cache.writeback.errors", "write-backs the upstream refused for good (reported on the next COMMIT; with cache.commit = local kept and retried)") \
+	X(cache_writeback_retries, "cache.writeback.retries", "write-backs ended before the upstream took the bytes (no answer, NFS3ERR_JUKEBOX, its verifier changing over and over): the bytes stay dirty for a later one") \
 	X(cache_culled_objects, "cache.culled.objects", "objects culled to make room (least recently used first)") \
 	X(cache_culled_bytes, "cache.culled.bytes", "valid bytes of the objects culled") \
 	X(cache_nospace, "cache.nospace", "ENOSPC/EDQUOT from backing file writes") \
@@ -59,6 +63,7 @@
 
 #define STATS_GAUGES(X) \
 	X(conn_open, "conn.open", "client connections open now") \
+	X(conn_partial_bytes, "conn.partial_bytes", "bytes received of records not yet complete, all connections (server.partial_max bounds it)") \
 	X(calls_in_flight, "calls.in_flight", "client calls being processed now") \
 	X(cache_objects, "cache.objects", "cache objects held") \
 	X(cache_bytes, "cache.bytes", "valid bytes held in backing files") \

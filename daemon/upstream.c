@@ -332,6 +332,10 @@ static void up_rpc_cb(struct rpc_context *rpc, int status, void *data, void *pri
 			double rtt = ev_time() - r->sent_at;
 			up->srtt = up->srtt == 0 ? rtt : up->srtt + (rtt - up->srtt) / 8;
 		}
+		/* every NFSv3 result but NULL's starts with its nfsstat3 */
+		if (data && r->call.desc->prog == NFS3_PROGRAM && r->call.desc->proc != 0 &&
+		    *(const uint32_t *)data == NFS3ERR_JUKEBOX_STATUS)
+			stats.upstream_jukebox++;
 		req_complete(r, UPSTREAM_OK, data);
 		return;
 	case RPC_STATUS_TIMEOUT:
