@@ -108,7 +108,7 @@ static void symlink_data(struct walk *w)
 	const uint8_t *data;
 	uint32_t len = 0;
 
-	if (!w->bad && !xdr_get_opaque(&w->c, NFS3_PATH_MAX, &data, &len))
+	if (!w->bad && !xdr_get_opaque(&w->c, NFS3_SYMLINK_WIRE_MAX, &data, &len))
 		w->bad = 1;
 	else if (!w->bad && memchr(data, 0, len))
 		w->nul_in_path = 1;
