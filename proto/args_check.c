@@ -149,13 +149,17 @@ static int check_nfs3(struct walk *w, uint32_t proc, uint32_t max_write)
 	case 7: { /* WRITE */
 		fh(w);
 		u64(w);
-		u32(w);   /* count */
+		uint32_t count = u32(w);
 		uint32_t stable = u32(w);
 		if (stable > 2)
 			w->bad = 1;
 		/* a count that disagrees with the data's length is the
 		 * upstream's to judge (knfsd: GARBAGE_ARGS; nfs-ganesha:
-		 * NFS3ERR_INVAL above it, count bytes written below it) */
+		 * NFS3ERR_INVAL above it, count bytes written below it), but
+		 * not one above what a WRITE may carry: libnfs sizes the call
+		 * it sends upstream by it (knfsd refuses it too) */
+		if (count > max_write)
+			w->bad = 1;
 		opaque(w, max_write);
 		break;
 	}

@@ -42,8 +42,12 @@ static void record_reserve(struct rpc_record *r, size_t need, size_t frag_end)
 	size_t cap = r->cap * 2;
 	if (cap < need)
 		cap = need;
-	if (cap > frag_end)
-		cap = frag_end;
+	/* The last fragment ends the record: nothing goes past its end.  Before
+	 * it, more fragments follow: growth stays geometric (a record sent in
+	 * many small fragments would otherwise be copied once per fragment). */
+	size_t limit = r->last_fragment ? frag_end : r->max_record;
+	if (cap > limit)
+		cap = limit;
 	r->buf = xreallocarray(r->buf, cap, 1);
 	r->cap = cap;
 }

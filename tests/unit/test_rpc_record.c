@@ -421,6 +421,39 @@ static void test_grows_with_bytes(void)
 	free(s);
 }
 
+/* A record sent in many small fragments grows its buffer geometrically:
+ * a few reallocations, not one (and a copy of the record) per fragment. */
+static void test_small_fragments(void)
+{
+	const unsigned nfrag = 16384;
+	size_t slen = (size_t)nfrag * 8;
+	uint8_t *s = malloc(slen);
+	struct rpc_record r;
+	size_t used, len;
+
+	for (unsigned i = 0; i < nfrag; i++) {
+		uint32_t mark = 4 | (i == nfrag - 1 ? RPC_RECORD_LAST_FRAGMENT : 0);
+		s[i * 8] = (uint8_t)(mark >> 24);
+		s[i * 8 + 1] = (uint8_t)(mark >> 16);
+		s[i * 8 + 2] = (uint8_t)(mark >> 8);
+		s[i * 8 + 3] = (uint8_t)mark;
+		memcpy(s + i * 8 + 4, &i, 4);
+	}
+	rpc_record_init(&r, 1088 * 1024);
+	alloc_calls = 0;
+	is_int(rpc_record_feed(&r, s, slen, &used), RPC_RECORD_COMPLETE,
+	       "16384 fragments of 4 bytes: COMPLETE");
+	ok(alloc_calls <= 20, "in %zu reallocations", alloc_calls);
+	uint8_t *rec = rpc_record_take(&r, &len);
+	int in_order = len == (size_t)nfrag * 4;
+	for (unsigned i = 0; in_order && i < nfrag; i++)
+		in_order = memcmp(rec + i * 4, &i, 4) == 0;
+	ok(in_order, "the 65536 bytes in order");
+	free(rec);
+	rpc_record_free(&r);
+	free(s);
+}
+
 static void test_mark(void)
 {
 	uint8_t m[4];
@@ -439,6 +472,7 @@ int main(void)
 	test_too_big();
 	test_max_record();
 	test_grows_with_bytes();
+	test_small_fragments();
 	test_mark();
 	return done();
 }
