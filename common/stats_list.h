@@ -18,7 +18,9 @@
 	X(conn_refused, "conn.refused", "client connections refused (server.allow, server.secure)") \
 	X(conn_accept_errors, "conn.accept_errors", "accept() failures (out of file descriptors)") \
 	X(conn_idle_closed, "conn.idle_closed", "connections closed after 6 minutes without a call") \
-	X(rpc_oversized, "rpc.oversized", "connections closed for a record above server.max_record")
+	X(rpc_oversized, "rpc.oversized", "connections closed for a record above server.max_record") \
+	X(rpc_auth_tooweak, "rpc.auth_tooweak", "AUTH_NONE calls answered AUTH_TOOWEAK (server.auth_none = refuse)") \
+	X(conn_partial_closed, "conn.partial_closed", "connections closed holding the oldest partly received record while all together held more than server.partial_max")
 
 /* The READ counters, also kept per export (`stats exports`). */
 #define STATS_EXPORT_COUNTERS(X) \
@@ -59,6 +61,7 @@
 
 #define STATS_GAUGES(X) \
 	X(conn_open, "conn.open", "client connections open now") \
+	X(conn_partial_bytes, "conn.partial_bytes", "bytes received of records not yet complete, all connections (server.partial_max bounds it)") \
 	X(calls_in_flight, "calls.in_flight", "client calls being processed now") \
 	X(cache_objects, "cache.objects", "cache objects held") \
 	X(cache_bytes, "cache.bytes", "valid bytes held in backing files") \

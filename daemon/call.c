@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include <assert.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -108,17 +109,31 @@ void call_drop(struct nfsd_call *call)
 	call_free(call);
 }
 
+/* The most a reply can take, bytes: what a READ, READDIR or READDIRPLUS
+ * asks for, clamped as its handler clamps it (to the transfer size offered
+ * in FSINFO), plus room for the header and attributes; 8192 for the rest.
+ * Never more than a client may get, whatever count it sent. */
 static size_t reply_size_hint(const struct nfsd_call *call)
 {
+	uint32_t count = 0;
+
 	if (call->desc && call->desc->prog == NFS3_PROGRAM && call->args) {
 		switch (call->desc->proc) {
 		case NFS3PROC_READ:
-			return ((READ3args *)call->args)->count + 512;
+			count = ((READ3args *)call->args)->count;
+			break;
 		case NFS3PROC_READDIR:
-			return ((READDIR3args *)call->args)->count + 512;
+			count = ((READDIR3args *)call->args)->count;
+			break;
 		case NFS3PROC_READDIRPLUS:
-			return ((READDIRPLUS3args *)call->args)->maxcount + 512;
+			count = ((READDIRPLUS3args *)call->args)->maxcount;
+			break;
+		default:
+			return 8192;
 		}
+		if (count > nfsd.max_payload)
+			count = nfsd.max_payload;
+		return (size_t)count + 512;
 	}
 	return 8192;
 }
@@ -218,7 +233,7 @@ void call_reply_read_file(struct nfsd_call *call, const READ3res *res, int fd, u
 	call_free(call);
 }
 
-void call_reply_jukebox(struct nfsd_call *call)
+void call_reply_status(struct nfsd_call *call, uint32_t status)
 {
 	if (call->desc->prog != NFS3_PROGRAM || !call->desc->encode_res) {
 		call_reply_rpc_error(call, RPC_SYSTEM_ERR);
@@ -227,13 +242,30 @@ void call_reply_jukebox(struct nfsd_call *call)
 	/* Every NFSv3 result starts with nfsstat3; the zeroed failure arm
 	 * encodes as "no attributes follow". */
 	void *res = xcalloc(1, call->desc->res_size);
-	*(uint32_t *)res = NFS3ERR_JUKEBOX_STATUS;
+	*(uint32_t *)res = status;
 	if (call->drc) {   /* the retry must run the call */
 		drc_abandon(nfsd.drc, call->drc);
 		call->drc = NULL;
 	}
 	call_reply(call, res);
 	free(res);
+}
+
+void call_reply_jukebox(struct nfsd_call *call)
+{
+	call_reply_status(call, NFS3ERR_JUKEBOX_STATUS);
+}
+
+/* AUTH_NONE, unless server.auth_none = nobody, gets no further than knfsd
+ * with sec=sys lets it: the calls that carry no file handle and read
+ * nothing of the export (NFS NULL; MOUNT NULL, DUMP, EXPORT). */
+static int auth_none_allowed(const struct nfsd_call *call)
+{
+	if (call->hdr.cred.flavor != RPC_AUTH_NONE || nfsd.cfg.server_auth_none == AUTH_NONE_NOBODY)
+		return 1;
+	if (call->desc->prog == NFS3_PROGRAM)
+		return call->desc->proc == 0;
+	return call->desc->proc == 0 || call->desc->proc == 2 || call->desc->proc == 5;
 }
 
 static void squash(struct rpc_cred *cred)
@@ -362,9 +394,24 @@ void call_dispatch(struct nfsd_conn *conn, uint8_t *record, size_t len)
 	else
 		stats.mount3_calls[call->desc->proc]++;
 
+	if (!auth_none_allowed(call)) {
+		log_debug("call %s xid 0x%08x from %s: AUTH_NONE refused (server.auth_none)",
+			  call->desc->name, call->hdr.xid, conn->peer_str);
+		stats.rpc_auth_tooweak++;
+		call_reply_auth_error(call, RPC_AUTH_TOOWEAK);
+		return;
+	}
+
 	const uint8_t *args = record + call->hdr.args_offset;
 	size_t args_len = len - call->hdr.args_offset;
-	if (args_check(call->desc->prog, call->desc->proc, args, args_len, nfsd.max_payload) != 0) {
+	int rc = args_check(call->desc->prog, call->desc->proc, args, args_len, nfsd.max_payload);
+	if (rc == -EILSEQ) {
+		log_debug("call %s xid 0x%08x from %s: a path holding a NUL byte", call->desc->name,
+			  call->hdr.xid, conn->peer_str);
+		call_reply_status(call, NFS3ERR_INVAL_STATUS);
+		return;
+	}
+	if (rc != 0) {
 		log_debug("call %s xid 0x%08x from %s: malformed arguments", call->desc->name,
 			  call->hdr.xid, conn->peer_str);
 		call_reply_rpc_error(call, RPC_GARBAGE_ARGS);

@@ -70,8 +70,13 @@ void call_reply(struct nfsd_call *call, void *res);
  */
 void call_reply_read_file(struct nfsd_call *call, const READ3res *res, int fd, uint64_t offset);
 
-/* Answer NFS3ERR_JUKEBOX (the client retries later), or for procedures
- * without an NFS status (NULL, MOUNT) SYSTEM_ERR; then free the call. */
+/* Answer the NFSv3 error `status` (nfsstat3, RFC 1813 §2.6) with no
+ * attributes, or for procedures without an NFS status (NULL, MOUNT)
+ * SYSTEM_ERR; then free the call.  Nothing is kept in the duplicate
+ * request cache: a retransmission runs the call again. */
+void call_reply_status(struct nfsd_call *call, uint32_t status);
+
+/* call_reply_status(NFS3ERR_JUKEBOX): the client retries later. */
 void call_reply_jukebox(struct nfsd_call *call);
 
 /* Answer with an RPC-level error (GARBAGE_ARGS, SYSTEM_ERR, ...). */

@@ -35,6 +35,7 @@ struct conf_key {
 };
 
 static const char *const squash_names[] = { "none", "root", "all", NULL };
+static const char *const auth_none_names[] = { "refuse", "nobody", NULL };
 static const char *const write_mode_names[] = { "writeback", "writethrough", NULL };
 static const char *const commit_names[] = { "upstream", "local", NULL };
 static const char *const log_names[] = { "error", "warning", "info", "debug", NULL };
@@ -49,6 +50,8 @@ static const struct conf_key conf_keys[] = {
 	{ "server", "squash", T_ENUM, OFF(server_squash), 0, 0, "none", squash_names, 0 },
 	{ "server", "rpcbind", T_BOOL, OFF(server_rpcbind), 0, 1, "no", NULL, 1 },
 	{ "server", "max_record", T_SIZE, OFF(server_max_record), 64 * 1024, 64 * 1024 * 1024, "1088k", NULL, 1 },
+	{ "server", "auth_none", T_ENUM, OFF(server_auth_none), 0, 0, "refuse", auth_none_names, 0 },
+	{ "server", "partial_max", T_SIZE, OFF(server_partial_max), 64 * 1024, 64 * GiB, "32M", NULL, 0 },
 	{ "upstream", "url", T_STRING, OFF(upstream_url), 0, 0, "", NULL, 1 },
 	{ "upstream", "exports", T_STRING, OFF(upstream_exports), 0, 0, "", NULL, 0 },
 	{ "upstream", "timeout_ms", T_MS, OFF(upstream_timeout_ms), 100, 24ull * 3600 * 1000, "30000", NULL, 0 },

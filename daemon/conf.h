@@ -18,6 +18,11 @@
 #define CONF_DEFAULT_PATH SYSCONFDIR "/nfscached.conf"
 
 enum squash_mode { SQUASH_NONE = 0, SQUASH_ROOT = 1, SQUASH_ALL = 2 };
+/* What an AUTH_NONE call other than NULL, MOUNT EXPORT or DUMP gets. */
+enum auth_none_mode {
+	AUTH_NONE_REFUSE = 0,   /* AUTH_TOOWEAK, as knfsd with sec=sys */
+	AUTH_NONE_NOBODY = 1,   /* forwarded as uid and gid 65534 */
+};
 
 struct nfsd_conf {
 	/* [server] */
@@ -27,6 +32,8 @@ struct nfsd_conf {
 	int server_squash;              /* enum squash_mode */
 	int server_rpcbind;             /* bool */
 	uint64_t server_max_record;     /* bytes */
+	int server_auth_none;           /* enum auth_none_mode */
+	uint64_t server_partial_max;    /* bytes of partly received records, all connections */
 	/* [upstream] */
 	char *upstream_url;
 	char *upstream_exports;         /* space-separated paths; "" = any */

@@ -46,16 +46,25 @@ static struct list_node all_conns = LIST_INIT(all_conns);
 static unsigned n_conns;
 static size_t total_bytes;          /* out_bytes + call_bytes of every connection */
 static int total_paused;            /* some connection waits for total_bytes to drop */
+/* Connections holding part of a record, the one whose record began first
+ * first, and the bytes all of them hold (server.partial_max bounds it). */
+static struct list_node partial_conns = LIST_INIT(partial_conns);
+static size_t partial_total;
 static ev_timer idle_sweep;
 static uint8_t *read_buf;           /* shared: the loop is single-threaded */
 
 static void conn_free(struct nfsd_conn *conn);
 
+/* Above the shared bound, only the connections holding more than an equal
+ * share of it stop: one client's big calls never stall the others. */
 static int conn_may_read(const struct nfsd_conn *conn)
 {
-	return !conn->dead && conn->out_bytes < CONN_MAX_OUT_BYTES &&
-	       conn->ncalls < CONN_MAX_CALLS && conn->call_bytes < CONN_MAX_CALL_BYTES &&
-	       total_bytes < CONN_MAX_TOTAL_BYTES;
+	if (conn->dead || conn->out_bytes >= CONN_MAX_OUT_BYTES ||
+	    conn->ncalls >= CONN_MAX_CALLS || conn->call_bytes >= CONN_MAX_CALL_BYTES)
+		return 0;
+	if (total_bytes < CONN_MAX_TOTAL_BYTES)
+		return 1;
+	return conn->out_bytes + conn->call_bytes < CONN_MAX_TOTAL_BYTES / (n_conns ? n_conns : 1);
 }
 
 static void conn_update_read(struct nfsd_conn *conn);
@@ -470,6 +479,43 @@ static void conn_write_cb(struct ev_loop *loop, ev_io *w, int revents)
 	conn_callback_leave(conn);
 }
 
+/* Account for the record `conn` is assembling: its bytes in the total and
+ * its place among the partial records (a record that began later goes
+ * behind the others). */
+static void partial_update(struct nfsd_conn *conn)
+{
+	size_t now = rpc_record_pending(&conn->rec) ? conn->rec.len : 0;
+
+	partial_total = partial_total - conn->partial_bytes + now;
+	conn->partial_bytes = now;
+	stats.conn_partial_bytes = partial_total;
+	if (rpc_record_pending(&conn->rec)) {
+		if (!conn->partial_listed) {
+			list_add_tail(&partial_conns, &conn->partial_link);
+			conn->partial_listed = 1;
+		}
+	} else if (conn->partial_listed) {
+		list_del(&conn->partial_link);
+		conn->partial_listed = 0;
+	}
+}
+
+/* Above server.partial_max, close the connections whose partial records
+ * began first until the rest fit: a client that sends half a record and
+ * waits holds memory every other client needs. */
+static void partial_enforce(void)
+{
+	while (partial_total > nfsd.cfg.server_partial_max && !list_empty(&partial_conns)) {
+		struct nfsd_conn *old = list_entry(partial_conns.next, struct nfsd_conn, partial_link);
+		stats.conn_partial_closed++;
+		log_limited(LOG_LEVEL_WARNING,
+			    "conn %s: closing: its partial record (%zu bytes) is the oldest and partial "
+			    "records hold %zu bytes, above server.partial_max",
+			    old->peer_str, old->partial_bytes, partial_total);
+		conn_close(old, "partial records above server.partial_max");
+	}
+}
+
 /* Feed bytes to the reassembler and dispatch each completed record. */
 static int conn_consume(struct nfsd_conn *conn, const uint8_t *data, size_t len)
 {
@@ -489,6 +535,7 @@ static int conn_consume(struct nfsd_conn *conn, const uint8_t *data, size_t len)
 		if (st == RPC_RECORD_COMPLETE) {
 			size_t rlen;
 			uint8_t *rec = rpc_record_take(&conn->rec, &rlen);
+			partial_update(conn);   /* now charged as a call */
 			conn->ncalls++;
 			conn_charge(conn, rlen);
 			call_dispatch(conn, rec, rlen);
@@ -501,6 +548,10 @@ static int conn_consume(struct nfsd_conn *conn, const uint8_t *data, size_t len)
 				return 0;
 			}
 		}
+	}
+	if (!conn->dead) {
+		partial_update(conn);
+		partial_enforce();
 	}
 	return 0;
 }
@@ -589,6 +640,8 @@ void conn_close(struct nfsd_conn *conn, const char *why)
 	total_add(-(ssize_t)(conn->out_bytes + conn->call_bytes));
 	conn->out_bytes = 0;
 	conn->call_bytes = 0;
+	rpc_record_free(&conn->rec);
+	partial_update(conn);
 	list_del(&conn->link);
 	n_conns--;
 	stats.conn_open = n_conns;

@@ -54,6 +54,9 @@ struct nfsd_conn {
 	size_t stash_len;
 	ev_idle resume;               /* feeds the stash once reading may go on */
 	struct list_node link;        /* in the list of open connections */
+	size_t partial_bytes;         /* received of the record not yet complete (rec.len), counted in the total */
+	int partial_listed;           /* in the list of partial records, at partial_link */
+	struct list_node partial_link;
 };
 
 struct listener;

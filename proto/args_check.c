@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <string.h>
 
 #include "proto/args_check.h"
 #include "proto/xdr_util.h"
@@ -12,6 +13,7 @@
 struct walk {
 	struct xdr_cursor c;
 	int bad;
+	int nul_in_path;   /* a SYMLINK target holds a NUL byte */
 };
 
 static uint32_t u32(struct walk *w)
@@ -41,6 +43,20 @@ static uint32_t opaque(struct walk *w, uint32_t max)
 	if (!w->bad && !xdr_get_opaque(&w->c, max, &data, &len))
 		w->bad = 1;
 	return len;
+}
+
+/* A filename3 or dirpath: libnfs keeps it as a C string, so a NUL inside
+ * would reach the upstream as a shorter, different name.  knfsd's decoder
+ * refuses such a name (svcxdr_decode_filename3), and so does this. */
+static void name(struct walk *w, uint32_t max)
+{
+	const uint8_t *data;
+	uint32_t len = 0;
+
+	if (!w->bad && !xdr_get_opaque(&w->c, max, &data, &len))
+		w->bad = 1;
+	else if (!w->bad && memchr(data, 0, len))
+		w->bad = 1;
 }
 
 static void fh(struct walk *w) { opaque(w, NFS3_FHSIZE_MAX); }
@@ -81,7 +97,21 @@ static void diropargs3(struct walk *w)
 	fh(w);
 	/* a name longer than NFS3_NAME_MAX is the upstream's to refuse with
 	 * NFS3ERR_NAMETOOLONG, as an empty one is; only absurd lengths stop here */
-	opaque(w, NFS3_NAME_WIRE_MAX);
+	name(w, NFS3_NAME_WIRE_MAX);
+}
+
+/* A SYMLINK's target (nfspath3): well-formed with a NUL inside, but no
+ * file system takes it; knfsd answers NFS3ERR_INVAL
+ * (svc_fill_symlink_pathname). */
+static void symlink_data(struct walk *w)
+{
+	const uint8_t *data;
+	uint32_t len = 0;
+
+	if (!w->bad && !xdr_get_opaque(&w->c, NFS3_PATH_MAX, &data, &len))
+		w->bad = 1;
+	else if (!w->bad && memchr(data, 0, len))
+		w->nul_in_path = 1;
 }
 
 static int check_nfs3(struct walk *w, uint32_t proc, uint32_t max_write)
@@ -146,7 +176,7 @@ static int check_nfs3(struct walk *w, uint32_t proc, uint32_t max_write)
 	case 10: /* SYMLINK */
 		diropargs3(w);
 		sattr3(w);
-		opaque(w, NFS3_PATH_MAX);
+		symlink_data(w);
 		break;
 	case 11: { /* MKNOD */
 		diropargs3(w);
@@ -198,7 +228,7 @@ static int check_mount3(struct walk *w, uint32_t proc)
 		break;
 	case 1: /* MNT */
 	case 3: /* UMNT */
-		opaque(w, NFS3_PATH_MAX);
+		name(w, NFS3_PATH_MAX);
 		break;
 	default:
 		return -ENOSYS;
@@ -221,5 +251,7 @@ int args_check(uint32_t prog, uint32_t proc, const uint8_t *args, size_t len,
 		rc = -ENOSYS;
 	if (rc)
 		return rc;
-	return w.bad ? -EBADMSG : 0;
+	if (w.bad)
+		return -EBADMSG;
+	return w.nul_in_path ? -EILSEQ : 0;
 }

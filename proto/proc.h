@@ -38,6 +38,7 @@ enum {
 };
 
 #define NFS3ERR_JUKEBOX_STATUS 10008
+#define NFS3ERR_INVAL_STATUS 22
 #define MNT3ERR_ACCES_STATUS 13
 
 /* XDR routine over a libnfs memory stream; returns nonzero on success. */

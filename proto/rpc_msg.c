@@ -22,6 +22,10 @@ static int decode_auth_sys(const uint8_t *body, uint32_t len, struct rpc_cred *c
 		return -1;
 	if (!xdr_get_opaque(&c, RPC_AUTH_SYS_MAX_NAME, &name, &name_len))
 		return -1;
+	/* kept as a C string and sent upstream as one: a NUL inside would
+	 * forward another name */
+	if (memchr(name, 0, name_len))
+		return -1;
 	memcpy(cred->machinename, name, name_len);
 	cred->machinename[name_len] = '\0';
 	if (!xdr_get_u32(&c, &cred->uid) || !xdr_get_u32(&c, &cred->gid))

@@ -79,7 +79,9 @@ enum rpc_call_status {
  * Decode the call header at the start of a record of `len` bytes.
  * Fills *hdr (xid is valid for every status but RPC_CALL_DROP).  Credentials
  * other than AUTH_NONE and AUTH_SYS give RPC_CALL_BADCRED with
- * hdr->cred.flavor set to the flavor seen.  Never reads outside `rec`.
+ * hdr->cred.flavor set to the flavor seen, as does an AUTH_SYS machine name
+ * holding a NUL byte (it could not be forwarded as it came).  Never reads
+ * outside `rec`.
  */
 enum rpc_call_status rpc_decode_call(const uint8_t *rec, size_t len,
 				     struct rpc_call_hdr *hdr);

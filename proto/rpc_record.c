@@ -19,24 +19,33 @@ void rpc_record_init(struct rpc_record *r, size_t max_record_bytes)
 
 void rpc_record_free(struct rpc_record *r)
 {
+	size_t max_record = r->max_record;
+
 	free(r->buf);
-	r->buf = NULL;
-	r->len = r->cap = 0;
+	memset(r, 0, sizeof(*r));
+	r->max_record = max_record;
 }
 
-static int record_reserve(struct rpc_record *r, size_t need)
+int rpc_record_pending(const struct rpc_record *r)
+{
+	return r->len > 0 || r->in_fragment || r->header_have > 0;
+}
+
+/* Room for `need` bytes, where the fragment being read ends at `frag_end`:
+ * the buffer grows with the bytes that arrive (at least doubling, never past
+ * the fragment's end), so a header announcing a big fragment costs nothing
+ * until its bytes come. */
+static void record_reserve(struct rpc_record *r, size_t need, size_t frag_end)
 {
 	if (need <= r->cap)
-		return 0;
-	size_t cap = r->cap ? r->cap : 4096;
-	while (cap < need)
-		cap *= 2;
-	if (cap > r->max_record)
-		cap = r->max_record;
-	uint8_t *p = xreallocarray(r->buf, cap, 1);
-	r->buf = p;
+		return;
+	size_t cap = r->cap * 2;
+	if (cap < need)
+		cap = need;
+	if (cap > frag_end)
+		cap = frag_end;
+	r->buf = xreallocarray(r->buf, cap, 1);
 	r->cap = cap;
-	return 0;
 }
 
 enum rpc_record_status rpc_record_feed(struct rpc_record *r, const uint8_t *data,
@@ -64,12 +73,12 @@ enum rpc_record_status rpc_record_feed(struct rpc_record *r, const uint8_t *data
 				return RPC_RECORD_TOO_BIG;
 			}
 			r->in_fragment = 1;
-			record_reserve(r, r->len + r->frag_left);
 		}
 		size_t n = r->frag_left;
 		if (n > len - pos)
 			n = len - pos;
 		if (n) {
+			record_reserve(r, r->len + n, r->len + r->frag_left);
 			memcpy(r->buf + r->len, data + pos, n);
 			r->len += n;
 			r->frag_left -= n;

@@ -6,7 +6,8 @@
  * The reassembler takes bytes as they arrive from a socket, in pieces of any
  * size, and yields whole records.  It owns the record buffer until the caller
  * takes it.  It does no I/O and never allocates more than `max_record` bytes
- * plus its own small state.
+ * plus its own small state, nor more than about twice the bytes received: a
+ * fragment header alone allocates nothing.
  */
 #ifndef NFSCACHED_RPC_RECORD_H
 #define NFSCACHED_RPC_RECORD_H
@@ -38,8 +39,13 @@ enum rpc_record_status {
 /* Prepare `r` for a stream; `max_record_bytes` must be > 0. */
 void rpc_record_init(struct rpc_record *r, size_t max_record_bytes);
 
-/* Release whatever `r` holds.  Safe on an initialised or finished reassembler. */
+/* Release whatever `r` holds and forget a partial record (max_record stays).
+ * Safe on an initialised or finished reassembler. */
 void rpc_record_free(struct rpc_record *r);
+
+/* 1 when part of a record (a header byte at least) has been fed and the
+ * record is not complete yet; 0 otherwise. */
+int rpc_record_pending(const struct rpc_record *r);
 
 /*
  * Consume bytes from `data` (`len` bytes) until a record completes or the

@@ -8,7 +8,8 @@
 #                          listed address is served
 #   server.squash          root (uid 0 -> 65534, gid 0 -> 65534), none, all:
 #                          the owner of a file CREATEd through the proxy, on disk
-#   AUTH_NONE              calls run as 65534:65534
+#   AUTH_NONE              with server.auth_none = nobody, calls run as
+#                          65534:65534 (by default they are refused: 79-limits)
 #   upstream.exports       MNT outside the list is MNT3ERR_ACCES and EXPORT
 #                          shows only listed exports
 TEST_TIMEOUT=${TEST_TIMEOUT:-60}
@@ -100,7 +101,7 @@ created() {
     is "$(stat -c %u:%g "$EXPORT_DIR/$name" 2>&1)" "$want" "$OPTS: $name is owned by $want on disk"
 }
 
-restart server.squash=root
+restart server.squash=root server.auth_none=nobody
 rpc mnt > "$T_TMP/mnt.out" 2>&1
 is "$(val "$T_TMP/mnt.out" mount_status)" 0 "MNT /export through the proxy"
 ROOT=$(val "$T_TMP/mnt.out" fh)
@@ -110,7 +111,7 @@ created sq-root-1000 1000:1000 --uid 1000 --gid 1000
 created sq-root-g0 1000:$NOBODY --uid 1000 --gid 0
 created sq-root-none $NOBODY:$NOBODY --auth none
 
-restart server.squash=none
+restart server.squash=none server.auth_none=nobody
 created sq-none-0 0:0 --uid 0 --gid 0
 created sq-none-1000 1000:1000 --uid 1000 --gid 1000
 created sq-none-authnone $NOBODY:$NOBODY --auth none

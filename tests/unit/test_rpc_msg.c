@@ -217,6 +217,13 @@ static void test_bad_creds(void)
 	is_int(decode(&m, &h), RPC_CALL_BADCRED, "machinename of 256 bytes: BADCRED");
 	is_int(h.xid, XID, "BADCRED still reports the xid");
 
+	/* a NUL inside the machine name: it could not be forwarded as it came */
+	c = default_cred;
+	sys_body(&body, &c);
+	body.b[4 + 4 + 3] = 0;
+	call_hdr(&m, RPC_MSG_CALL, 2, RPC_AUTH_SYS, &body, RPC_AUTH_NONE);
+	is_int(decode(&m, &h), RPC_CALL_BADCRED, "machinename holding a NUL byte: BADCRED");
+
 	c = default_cred;
 	c.ngids = 17;
 	sys_body(&body, &c);

@@ -378,6 +378,49 @@ static void test_max_record(void)
 	free(s);
 }
 
+/* A header announcing a big fragment costs nothing until its bytes come;
+ * what arrives is held in at most about twice its size. */
+static void test_grows_with_bytes(void)
+{
+	const size_t max = 1088 * 1024;
+	uint32_t one[1] = { 1024 * 1024 };
+	struct rpc_record r;
+	size_t used, slen;
+	uint8_t *s = make_big_stream(one, 1, &slen);
+
+	rpc_record_init(&r, max);
+	ok(!rpc_record_pending(&r), "nothing fed: no record pending");
+	alloc_max_bytes = 0;
+	is_int(rpc_record_feed(&r, s, 2, &used), RPC_RECORD_MORE, "half a header: MORE");
+	ok(rpc_record_pending(&r), "half a header: a record is pending");
+	is_int(rpc_record_feed(&r, s + 2, 2, &used), RPC_RECORD_MORE, "a 1 MiB fragment's header: MORE");
+	ok(r.buf == NULL && r.cap == 0 && alloc_max_bytes == 0,
+	   "the header alone allocates nothing (cap %zu)", r.cap);
+	ok(rpc_record_pending(&r), "header only: a record is pending");
+	is_int(rpc_record_feed(&r, s + 4, 100, &used), RPC_RECORD_MORE, "100 bytes of it: MORE");
+	ok(r.len == 100 && r.cap >= 100 && r.cap <= 200, "100 bytes held in %zu", r.cap);
+	size_t pos = 104;
+	while (pos < 4 + 300000) {
+		size_t n = 1460;
+		if (n > 4 + 300000 - pos)
+			n = 4 + 300000 - pos;
+		rpc_record_feed(&r, s + pos, n, &used);
+		pos += n;
+	}
+	ok(r.len == 300000 && r.cap <= 600000, "300,000 bytes in segments of 1460 held in %zu", r.cap);
+	is_int(rpc_record_feed(&r, s + pos, slen - pos, &used), RPC_RECORD_COMPLETE, "the rest: COMPLETE");
+	ok(r.cap == 1024 * 1024 && alloc_max_bytes <= 1024 * 1024,
+	   "never more than the fragment (%zu)", alloc_max_bytes);
+	size_t len;
+	free(rpc_record_take(&r, &len));
+	ok(!rpc_record_pending(&r), "taken: no record pending");
+	is_int(rpc_record_feed(&r, s, 10, &used), RPC_RECORD_MORE, "a new record begins");
+	rpc_record_free(&r);
+	ok(!rpc_record_pending(&r) && r.max_record == max,
+	   "free forgets the partial record and keeps max_record");
+	free(s);
+}
+
 static void test_mark(void)
 {
 	uint8_t m[4];
@@ -395,6 +438,7 @@ int main(void)
 	test_empty_fragments();
 	test_too_big();
 	test_max_record();
+	test_grows_with_bytes();
 	test_mark();
 	return done();
 }
