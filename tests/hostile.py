@@ -7,7 +7,7 @@ tests/e2e/76-hostile.sh.
                --nfscachectl BIN --export-dir DIR [--seed S]
                [--conns N] [--idle-conns N] [--idle-bytes B]
                [--max-record B] [--partial-max B] [--null-bound-ms MS]
-               [--scale N]
+               [--scale N] [--bursts KIND,...]
 
 The export (DIR as /export) holds check.bin (the file the valid calls
 write and read) and hz/ (what the hostile calls act on: files v0..v3, a
@@ -27,11 +27,15 @@ order, each followed by a check round:
   trunc    the same calls cut short, each sent as a whole record
   readmax  READ with count 0x7fffffff, 0xffffffff and near them
   frags    fragments over server.max_record (one connection each), valid
-           calls in 1-byte fragments and after 1000 empty fragments
+           calls in 1-byte fragments and after 1000 empty fragments, a
+           256 KiB WRITE in 4-byte fragments while another connection calls
+           NULL
   split    valid calls written 1 to 7 bytes at a time
   midclose records cut off by a close or a reset, a 1 MiB WRITE among them
   conns    --conns connections at once, each with a valid GETATTR, a
            garbage record and a bad credential
+  mounts   1024 MOUNT EXPORT calls pipelined on 8 connections, while
+           another connection calls NULL and nfscachectl reads the counters
   idle     --idle-conns connections each leaving --idle-bytes of a record
            unfinished (their total over --partial-max): the daemon closes
            some (conn.partial_closed), keeps serving, and its RSS (--pid)
@@ -43,7 +47,9 @@ random bytes into check.bin then a READ of them (md5 of the bytes); LOOKUP
 of check.bin and GETATTR of it answered as the upstream answers them.
 
 --scale N multiplies the flip, markflip and trunc bursts (longer local
-runs).  The hostile calls use only the handles of hz/ and its entries, chosen to
+runs); --bursts runs only the kinds named.
+
+The hostile calls use only the handles of hz/ and its entries, chosen to
 differ from those of the export root and check.bin in more bits than a
 flip changes, and names of their own.
 
@@ -63,6 +69,7 @@ import select
 import socket
 import struct
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -329,9 +336,10 @@ class Hostile:
                 tag, lp.get("nfs_status"), lp.get("fh"), lu.get("nfs_status"), lu.get("fh")))
         gp, gu = P.getattr(self.check), U.getattr(self.check)
         if gp.get("body_masked") != gu.get("body_masked") or gp.get("nfs_status") != "NFS3_OK":
-            self.round_fail["getattr"].append("%s: %s size %s mtime %s, upstream %s size %s mtime %s" % (
-                tag, gp.get("nfs_status"), gp.get("obj.size"), gp.get("obj.mtime"),
-                gu.get("nfs_status"), gu.get("obj.size"), gu.get("obj.mtime")))
+            self.round_fail["getattr"].append(
+                "%s: %s size %s mtime %s, upstream %s size %s mtime %s" % (
+                tag, gp.get("nfs_status"), gp.get("size"), gp.get("mtime"),
+                gu.get("nfs_status"), gu.get("size"), gu.get("mtime")))
 
     def finish_rounds(self):
         chk = self.chk
@@ -340,7 +348,8 @@ class Hostile:
                 "lookup": "LOOKUP of check.bin: the upstream's handle",
                 "getattr": "GETATTR of check.bin: the upstream's attributes (atime, ctime masked)"}
         for k in ("null", "rw", "lookup", "getattr"):
-            chk.is_(len(self.round_fail[k]), 0, "after each of %d bursts: %s" % (self.rounds, desc[k]))
+            chk.is_(len(self.round_fail[k]), 0,
+                    "after each of %d bursts: %s" % (self.rounds, desc[k]))
             chk.diag(*self.round_fail[k][:5])
         figure("check_rounds", self.rounds)
         figure("null_ms_max", "%.0f" % max(self.null_ms))
@@ -428,7 +437,8 @@ class Hostile:
             o = got.get(xid, ["none"])
             if len(o) != 1 or o[0] not in want:
                 wrong.append("%s: %s, want %s" % (desc, "/".join(o), "|".join(sorted(want))))
-        self.chk.is_(len(wrong), 0, "%s: each of %d calls gets the reply it must" % (kind, len(cases)))
+        self.chk.is_(len(wrong), 0,
+                     "%s: each of %d calls gets the reply it must" % (kind, len(cases)))
         self.chk.diag(*wrong[:8])
         self.chk.is_(sum(p.ended for p in pipes), conns,
                      "%s: each of its %d connections answers a NULL afterwards" % (kind, conns))
@@ -519,6 +529,7 @@ class Hostile:
         OK, WEAK = {"SUCCESS"}, {"AUTH_TOOWEAK"}
         A_SYS, A_NONE = rpc.AUTH_SYS, rpc.AUTH_NONE
         over = sysb(0, 0, [], "m" * 255) + b"\0" * 16     # 400 < length
+        none = dict(cred_flavor=A_NONE)
         specs = [
             ("flavor AUTH_DH", N, 1, ga, dict(cred_flavor=3, cred_body=b"\x11" * 32), BAD),
             ("flavor RPCSEC_GSS", N, 1, ga, dict(cred_flavor=6, cred_body=b"\x22" * 24), BAD),
@@ -530,6 +541,8 @@ class Hostile:
              dict(cred_flavor=A_SYS, cred_body=sysb() + b"\0" * 3960), BAD),
             ("AUTH_SYS machinename 256 bytes", N, 1, ga,
              dict(cred_flavor=A_SYS, cred_body=sysb(0, 0, [], "m" * 256)), BAD),
+            ("AUTH_SYS machinename with a NUL", N, 1, ga,
+             dict(cred_flavor=A_SYS, cred_body=sysb(0, 0, [], b"host\0junk")), BAD),
             ("AUTH_SYS 17 gids", N, 1, ga,
              dict(cred_flavor=A_SYS, cred_body=sysb(0, 0, list(range(17)))), BAD),
             ("AUTH_SYS 90 gids", N, 1, ga,
@@ -545,10 +558,9 @@ class Hostile:
             ("verifier 401 bytes", N, 1, ga, dict(verf_body=b"\0" * 404), VERF),
             ("AUTH_NONE NULL", N, 0, b"", dict(cred_flavor=A_NONE), OK),
             ("AUTH_NONE GETATTR", N, 1, ga, dict(cred_flavor=A_NONE), WEAK),
-            ("AUTH_NONE LOOKUP", N, 3, rpc.lookup_args(self.hz, "v0"), dict(cred_flavor=A_NONE), WEAK),
-            ("AUTH_NONE READ", N, 6, rpc.read_args(self.v, 0, 4096), dict(cred_flavor=A_NONE), WEAK),
-            ("AUTH_NONE WRITE", N, 7, rpc.write_args(self.v, 0, b"n" * 64), dict(cred_flavor=A_NONE),
-             WEAK),
+            ("AUTH_NONE LOOKUP", N, 3, rpc.lookup_args(self.hz, "v0"), none, WEAK),
+            ("AUTH_NONE READ", N, 6, rpc.read_args(self.v, 0, 4096), none, WEAK),
+            ("AUTH_NONE WRITE", N, 7, rpc.write_args(self.v, 0, b"n" * 64), none, WEAK),
             ("AUTH_NONE FSINFO", N, 19, rpc.fh3(self.v), dict(cred_flavor=A_NONE), WEAK),
             ("AUTH_NONE MOUNT NULL", M, 0, b"", dict(cred_flavor=A_NONE), OK),
             ("AUTH_NONE EXPORT", M, 5, b"", dict(cred_flavor=A_NONE), OK),
@@ -577,9 +589,10 @@ class Hostile:
         for n in (0x7fffffff, 0xffffffff, 0xfffffffc, 65):
             specs += [
                 ("GETATTR fh length %#x" % n, N, 1, Pk().opaque(v, n).bytes() + tail, {}, G),
-                ("LOOKUP dir fh length %#x" % n, N, 3, Pk().opaque(hz, n).opaque(b"v0").bytes(), {}, G),
-                ("LINK fh length %#x" % n, N, 15, Pk().opaque(v, n).raw(rpc.diropargs3(hz, "x")).bytes(),
-                 {}, G),
+                ("LOOKUP dir fh length %#x" % n, N, 3,
+                 Pk().opaque(hz, n).opaque(b"v0").bytes(), {}, G),
+                ("LINK fh length %#x" % n, N, 15,
+                 Pk().opaque(v, n).raw(rpc.diropargs3(hz, "x")).bytes(), {}, G),
             ]
         for n in (0x7fffffff, 0xffffffff, 0xfffffffc, 1025):
             nm = b"n" * min(n, 1025)
@@ -596,15 +609,16 @@ class Hostile:
             ]
         for n in (0x7fffffff, 0xffffffff, self.wtmax + 4):
             specs += [
-                ("WRITE data length %#x" % n, N, 7, rpc.write_args(v, 0, b"w" * 100, count=n, declared=n),
-                 {}, G),
+                ("WRITE data length %#x" % n, N, 7,
+                 rpc.write_args(v, 0, b"w" * 100, count=n, declared=n), {}, G),
             ]
         for n in (0x7fffffff, 0xffffffff, 401):
             specs += [
                 ("credential length %#x" % n, N, 1, b"",
                  dict(cred_flavor=rpc.AUTH_SYS, cred_body=Pk().u32(0).bytes() + b"\0" * 40, ), BAD),
                 ("machinename length %#x" % n, N, 1, rpc.getattr_args(v),
-                 dict(cred_body=Pk().u32(0).opaque(b"m" * 16, n).u32(0).u32(0).u32(0).bytes()), BAD),
+                 dict(cred_body=Pk().u32(0).opaque(b"m" * 16, n).u32(0).u32(0).u32(0).bytes()),
+                 BAD),
                 ("gids count %#x" % n, N, 1, rpc.getattr_args(v),
                  dict(cred_body=Pk().u32(0).opaque(b"m").u32(0).u32(0).u32(n).bytes()), BAD),
                 ("verifier length %#x" % n, N, 1, b"", dict(verf_body=b""), VERF),
@@ -648,7 +662,8 @@ class Hostile:
         s1 = self.snap()
         t = tally(pipes)
         self.chk.is_(sum(p.ended for p in pipes), conns,
-                     "flip: each of its %d connections answers a NULL after its flipped calls" % conns)
+                     "flip: each of its %d connections answers a NULL after its flipped calls"
+                     % conns)
         self.chk.is_(t.get("unparsable", 0), 0, "flip: every reply is a well-formed RPC reply")
         g = t.get("GARBAGE_ARGS", 0)
         self.chk.num(nsrpc.delta(s0, s1, "rpc.garbage_args"), "-ge", g,
@@ -708,7 +723,8 @@ class Hostile:
                 elif k >= hlen:
                     pass     # a cut in the last XDR unit: maybe only its padding
                 else:
-                    others.append(("%s cut at %d of %d (header %d)" % (name, k, len(payload), hlen), xid))
+                    others.append(("%s cut at %d of %d (header %d)"
+                                   % (name, k, len(payload), hlen), xid))
         per = [recs[i::conns] for i in range(conns)]
         s0 = self.snap()
         pipes = self.pipes(per)
@@ -784,7 +800,8 @@ class Hostile:
             if r["nfs_status"] != "NFS3_OK" or not data or len(data) > self.rtmax or \
                     r.get("count") != str(len(data)) or md5(data) != md5(want) or \
                     r["eof"] != ("true" if off + len(data) >= len(self.model) else "false"):
-                wrong.append("READ %#x at %d: %s count %s eof %s, %d bytes md5 %s, want %d bytes md5 %s"
+                wrong.append("READ %#x at %d: %s count %s eof %s, %d bytes md5 %s, "
+                             "want %d bytes md5 %s"
                              % (count, off, r["nfs_status"], r.get("count"), r.get("eof"),
                                 len(data), md5(data), len(want), md5(want)))
         self.chk.is_(len(wrong), 0, "readmax: each READ of count 0x7fffffff..0xffffffff: NFS3_OK "
@@ -806,8 +823,8 @@ class Hostile:
             ("last fragment of max_record+1 bytes", struct.pack(">I", 0x80000000 | (mr + 1)) +
              b"\0" * 65536),
             ("fragments of max_record/2 and max_record/2+1 bytes",
-             struct.pack(">I", mr // 2) + b"\0" * (mr // 2) + struct.pack(">I", 0x80000000 | (mr // 2 + 1))
-             + b"\0" * 4096),
+             struct.pack(">I", mr // 2) + b"\0" * (mr // 2) +
+             struct.pack(">I", 0x80000000 | (mr // 2 + 1)) + b"\0" * 4096),
             ("4097 fragments of 272 bytes", (struct.pack(">I", 272) + b"\0" * 272) * 4097),
         ]
         s0 = self.snap()
@@ -838,8 +855,10 @@ class Hostile:
                 self.chk.diag("frags: %s: the connection stayed open" % desc)
             s.close()
         s1 = self.snap()
+        figure("frags.giant_ms", "%.0f" % ((time.monotonic() - t_end + 10) * 1000))
         self.chk.is_(sum(closed), len(giant),
-                     "frags: each of %d connections sending a record over server.max_record is closed"
+                     "frags: each of %d connections sending a record over server.max_record "
+                     "is closed"
                      % len(giant))
         self.chk.is_(nsrpc.delta(s0, s1, "rpc.oversized"), len(giant),
                      "frags: rpc.oversized rose by %d" % len(giant))
@@ -852,8 +871,7 @@ class Hostile:
                 proc = rpc.PROCS[name][1]
                 xid, payload = self.call(rpc.NFS_PROGRAM, proc, args)
                 if how.startswith("1-byte"):
-                    rec = b"".join(struct.pack(">I", 1 | (rpc.LAST_FRAGMENT if i == len(payload) - 1 else 0))
-                                   + payload[i:i + 1] for i in range(len(payload)))
+                    rec = fragments(payload, 1)
                 else:
                     rec = struct.pack(">I", 0) * 1000 + rpc.record(payload)
                 good.append(("%s in %s" % (name, how), name, xid, rec))
@@ -881,7 +899,47 @@ class Hostile:
         self.chk.is_(len(wrong), 0, "frags: GETATTR and READ in 1-byte fragments and after 1000 "
                      "empty fragments: the right reply and bytes")
         self.chk.diag(*wrong)
-        figure("sent.frags", len(giant) + len(good))
+        self.small_fragments()
+        figure("sent.frags", len(giant) + len(good) + 1)
+
+    def small_fragments(self, size=256 << 10, frag=4):
+        """A WRITE of `size` bytes in `frag`-byte fragments (twice its size
+        on the wire): answered, and another connection is served while its
+        fragments arrive (the record is put together in linear time)."""
+        _, payload = self.call(rpc.NFS_PROGRAM, rpc.NFSPROC3_WRITE,
+                               rpc.write_args(self.v, 0, self.rnd.randbytes(size),
+                                              stable=rpc.UNSTABLE))
+        xid = struct.unpack_from(">I", payload)[0]
+        stream = fragments(payload, frag)
+        c = rpc.Conn(HOST, self.a.port, timeout=120)
+        t0 = time.monotonic()
+        sender = threading.Thread(target=c.send_raw, args=(stream,), daemon=True)
+        sender.start()
+        time.sleep(0.05)
+        t1 = time.monotonic()
+        try:
+            b = rpc.Conn(HOST, self.a.port, timeout=60)
+            other = b.null().ok()
+            b.close()
+        except rpc.RpcError:
+            other = False
+        other_ms = (time.monotonic() - t1) * 1000
+        try:
+            rep = c.recv_reply(xid, timeout=120)
+            r = rpc.decode_write(rep.body) if rep.ok() else {"nfs_status": rep.summary()}
+        except rpc.RpcError as e:
+            r = {"nfs_status": str(e)}
+        write_ms = (time.monotonic() - t0) * 1000
+        sender.join(5)
+        c.close()
+        self.chk.is_("%s %s" % (r.get("nfs_status"), r.get("count")), "NFS3_OK %d" % size,
+                     "frags: a %d KiB WRITE in %d-byte fragments (%d bytes on the wire) is "
+                     "answered (%.0f ms)" % (size >> 10, frag, len(stream), write_ms))
+        self.chk.ok(other and other_ms <= self.a.null_bound_ms,
+                    "frags: another connection's NULL is answered while those fragments arrive "
+                    "(%.0f ms)" % other_ms)
+        figure("frags.small_write_ms", "%.0f" % write_ms)
+        figure("frags.small_other_null_ms", "%.0f" % other_ms)
 
     def burst_split(self, calls=6):
         c = rpc.Conn(HOST, self.a.port, timeout=20)
@@ -1003,6 +1061,53 @@ class Hostile:
         figure("conns.open_during", open_during)
         print_tally("conns", tally(pipes))
 
+    def burst_mounts(self, conns=8, per_conn=128):
+        """MOUNT calls pipelined on a few connections, all in flight at
+        once: answered, and meanwhile another client's NULL and the control
+        socket are."""
+        pipes, xids = [], set()
+        for i in range(conns):
+            recs = []
+            for _ in range(per_conn):
+                xid, payload = self.call(rpc.MOUNT_PROGRAM, rpc.MOUNTPROC3_EXPORT)
+                recs.append(rpc.record(payload))
+                xids.add(xid)
+            pipes.append(Pipe(self.a.port, b"".join(recs), want=per_conn))
+            pipes[-1].ended = True       # no NULL at the end: done with its replies
+        box = {}
+        pumper = threading.Thread(target=lambda: pump(pipes, quiet_s=60, limit_s=90), daemon=True)
+        pumper.start()
+        time.sleep(0.3)
+        t0 = time.monotonic()
+        try:
+            b = rpc.Conn(HOST, self.a.port, timeout=60)
+            box["null"] = b.null().ok()
+            b.close()
+        except rpc.RpcError:
+            box["null"] = False
+        null_ms = (time.monotonic() - t0) * 1000
+        t0 = time.monotonic()
+        try:
+            self.snap()
+            ctl_ok = True
+        except Exception:        # nfscachectl failed or timed out
+            ctl_ok = False
+        ctl_ms = (time.monotonic() - t0) * 1000
+        pumper.join(100)
+        good = sum(1 for p in pipes for rep in p.replies
+                   if not isinstance(rep, str) and rep.xid in xids and rep.ok())
+        self.chk.is_(good, len(xids), "mounts: each of %d MOUNT EXPORT calls in flight at once "
+                     "(%d connections) is answered" % (len(xids), conns))
+        self.chk.ok(box["null"] and null_ms <= self.a.null_bound_ms,
+                    "mounts: another connection's NULL is answered meanwhile (%.0f ms)" % null_ms)
+        self.chk.ok(ctl_ok and ctl_ms <= self.a.null_bound_ms,
+                    "mounts: nfscachectl stats answers meanwhile (%.0f ms)" % ctl_ms)
+        figure("sent.mounts", len(xids))
+        figure("mounts.other_null_ms", "%.0f" % null_ms)
+        figure("mounts.ctl_ms", "%.0f" % ctl_ms)
+        print_tally("mounts", tally(pipes))
+        self.close_all(pipes)
+
     def burst_idle(self):
         n, each = self.a.idle_conns, self.a.idle_bytes
         s0 = self.snap()
@@ -1068,7 +1173,8 @@ class Hostile:
                      "every WRITE of the checks, nothing else")
         with open(os.path.join(self.a.export_dir, "check.bin"), "rb") as f:
             disk = f.read()
-        self.chk.is_(md5(disk), md5(self.model), "check.bin in the upstream's export: the same bytes")
+        self.chk.is_(md5(disk), md5(self.model),
+                     "check.bin in the upstream's export: the same bytes")
         for k in sorted(self.rss):
             figure("rss_kb.%s" % k, self.rss[k])
 
@@ -1083,7 +1189,10 @@ class Hostile:
                   ("trunc", self.burst_trunc),
                   ("readmax", self.burst_readmax), ("frags", self.burst_frags),
                   ("split", self.burst_split), ("midclose", self.burst_midclose),
-                  ("conns", self.burst_conns), ("idle", self.burst_idle)]
+                  ("conns", self.burst_conns), ("mounts", self.burst_mounts),
+                  ("idle", self.burst_idle)]
+        if self.a.bursts:
+            bursts = [b for b in bursts if b[0] in self.a.bursts.split(",")]
         for name, fn in bursts:
             tb = time.monotonic()
             try:
@@ -1104,6 +1213,16 @@ class Hostile:
             figure("delta.%s" % k, nsrpc.delta(s_start, s_end, k))
         figure("ms.total", "%.0f" % ((time.monotonic() - t0) * 1000))
         return 0
+
+
+def fragments(payload, size):
+    """`payload` record marked in fragments of `size` bytes (the last one
+    shorter when it must be)."""
+    out = []
+    for i in range(0, len(payload), size):
+        last = rpc.LAST_FRAGMENT if i + size >= len(payload) else 0
+        out.append(struct.pack(">I", len(payload[i:i + size]) | last) + payload[i:i + size])
+    return b"".join(out)
 
 
 def read_res(body):
@@ -1152,6 +1271,8 @@ def main(argv):
     p.add_argument("--partial-max", type=int, default=4 << 20)
     p.add_argument("--null-bound-ms", type=int, default=5000)
     p.add_argument("--idle-rss-max-mb", type=int, default=64)
+    p.add_argument("--bursts", default="",
+                   help="only these bursts (comma-separated names, in their order)")
     p.add_argument("--scale", type=int, default=1,
                    help="multiply the flip, markflip and trunc bursts (longer runs)")
     a = p.parse_args(argv)
