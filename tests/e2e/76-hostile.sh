@@ -7,8 +7,11 @@
 # MOUNTv3 procedure (about 32,000 records), READs of count 0x7fffffff and
 # 0xffffffff, fragments over server.max_record, of 1 byte and of 4 bytes
 # (a 256 KiB WRITE), records written a few bytes at a time, records cut off
-# by a close, 200 connections at once, and 128 connections each leaving
-# 960 KiB of a record unfinished (120 MiB, over server.partial_max = 4 MiB).
+# by a close, 200 connections at once, 1024 MOUNT calls pipelined on 8
+# connections, and 128 connections each leaving 960 KiB of a record
+# unfinished (120 MiB, over server.partial_max = 4 MiB).  Other clients'
+# NULLs are answered within 5 s while the big READs, the small fragments
+# and the MOUNT calls are at work.
 # Each kind gets the replies it must, and the counters rose by what the
 # client saw (rpc.garbage_args, rpc.rejected, rpc.oversized, conn.accepted,
 # conn.partial_closed); names with a NUL never reach the upstream.  After
