@@ -375,6 +375,11 @@ bool cache_attrs_fresh(const struct cache_object *o)
 	       ev_now(cache_state.loop) - o->attr_time <= (double)cache_state.cfg->acregmax;
 }
 
+void cache_attrs_expire(struct cache_object *o)
+{
+	o->attr_time = 0;
+}
+
 static uint32_t gids_hash(const struct rpc_cred *cred)
 {
 	return fh_hash((const uint8_t *)cred->gids, cred->gids_len * 4) ^ cred->gids_len;

@@ -209,6 +209,10 @@ void cache_truncate(struct cache_object *o, uint64_t size);
 /* Were the coherency data confirmed within cache.acregmax? */
 bool cache_attrs_fresh(const struct cache_object *o);
 
+/* The attributes are no longer trusted (the file lost its last link): the
+ * next use of the object revalidates them upstream. */
+void cache_attrs_expire(struct cache_object *o);
+
 /* ACCESS results per credential: record what the upstream granted of the
  * bits `asked` (RFC 1813 §3.3.4: an answer says nothing of bits not asked,
  * so what is known of those stays), and ask whether `bits` were granted to

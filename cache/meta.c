@@ -1031,7 +1031,7 @@ bool meta_access_get(const nfs_fh3 *fh, const struct rpc_cred *cred, uint32_t as
 
 void meta_readlink_record(const nfs_fh3 *fh, const char *target, uint64_t seq)
 {
-	if (!on_or_drop() || !target || strnlen(target, NFS3_PATH_MAX + 1) > NFS3_PATH_MAX)
+	if (!on_or_drop() || !target || strnlen(target, NFS3_SYMLINK_WIRE_MAX + 1) > NFS3_SYMLINK_WIRE_MAX)
 		return;
 	struct meta_node *n = node_find(fh);
 	if (!n || !n->has_attrs || seq < n->gen)

@@ -184,6 +184,9 @@ bool meta_access_get(const nfs_fh3 *fh, const struct rpc_cred *cred, uint32_t as
 
 /* ---- READLINK (RFC 1813 §3.3.5) ------------------------------------ */
 
+/* `target` (NUL-terminated; longer than NFS3_SYMLINK_WIRE_MAX bytes: not
+ * kept) is the target of symlink `fh`, from a reply started at `seq`
+ * (before the node's last change: ignored).  Copied. */
 void meta_readlink_record(const nfs_fh3 *fh, const char *target, uint64_t seq);
 
 /* The target of symlink `fh` when its attributes are fresh (also into

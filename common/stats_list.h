@@ -10,6 +10,7 @@
 	X(upstream_errors, "upstream.errors", "transport failures toward the upstream server") \
 	X(upstream_reconnects, "upstream.reconnects", "reconnections to the upstream server") \
 	X(upstream_timeouts, "upstream.timeouts", "calls answered NFS3ERR_JUKEBOX after upstream.timeout_ms") \
+	X(upstream_jukebox, "upstream.jukebox", "replies NFS3ERR_JUKEBOX from the upstream (passed on to the client, or the write-back tries again later)") \
 	X(rpc_drc_hits, "rpc.drc.hits", "retransmissions answered from the duplicate request cache") \
 	X(rpc_drc_drops, "rpc.drc.drops", "retransmissions dropped while the first call was in progress") \
 	X(rpc_garbage_args, "rpc.garbage_args", "calls answered GARBAGE_ARGS") \
@@ -36,6 +37,7 @@
 	X(cache_write_bytes, "cache.write.bytes", "bytes of WRITEs accepted into the cache (written locally or through)") \
 	X(cache_writeback_bytes, "cache.writeback.bytes", "dirty bytes written back to the upstream") \
 	X(cache_writeback_errors, "cache.writeback.errors", "write-backs the upstream refused for good (reported on the next COMMIT; with cache.commit = local kept and retried)") \
+	X(cache_writeback_retries, "cache.writeback.retries", "write-backs ended before the upstream took the bytes (no answer, NFS3ERR_JUKEBOX, its verifier changing over and over): the bytes stay dirty for a later one") \
 	X(cache_culled_objects, "cache.culled.objects", "objects culled to make room (least recently used first)") \
 	X(cache_culled_bytes, "cache.culled.bytes", "valid bytes of the objects culled") \
 	X(cache_nospace, "cache.nospace", "ENOSPC/EDQUOT from backing file writes") \

@@ -4,21 +4,28 @@
  * add the name with the handle and attributes their reply gives; REMOVE,
  * RMDIR, RENAME and LINK edit the names of both directories from their wcc
  * data.  An object that loses a link stops being trusted (and, for its last
- * link, its clean cached data goes); before a name whose handle the cache
- * does not know goes, one LOOKUP learns it.  nfs_meta.c answers from what
- * this keeps.
+ * link, neither are the data cache's attributes, and its clean cached data
+ * goes); before a name whose handle the cache does not know goes, one
+ * LOOKUP learns it.  A RENAME over a file while some file has data not
+ * written back looks the file up first: when that was its last link, its
+ * dirty data goes as on a REMOVE (nfs_write.c).  A SYMLINK whose call
+ * libnfs could not encode is refused (NFS3ERR_NAMETOOLONG) rather than
+ * sent.  nfs_meta.c answers from what this keeps.
  */
 #include "config.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #include "cache/cache.h"
 #include "cache/meta.h"
+#include "common/log.h"
 #include "daemon/call.h"
 #include "daemon/handlers.h"
 #include "daemon/nfs_common.h"
 #include "daemon/nfs_meta.h"
 #include "daemon/nfsd.h"
+#include "daemon/writeback.h"
 
 /* A handle copied out of the cache before it is edited. */
 struct fh_copy {
@@ -58,6 +65,20 @@ static void lookup_first_done(void *priv, enum upstream_status st, void *res)
 	m->retry(m->call);
 }
 
+/* One LOOKUP of `name` in `dir` (the call's arguments), then `then`. */
+static void lookup_send(struct nfsd_call *call, const nfs_fh3 *dir, const char *name,
+			void (*then)(struct nfsd_call *call))
+{
+	struct nfsd_meta_op *m = nfsd_meta_op_of(call);
+
+	m->retry = then;
+	m->lookup.what.dir = *dir;              /* the call's arguments: live until it is freed */
+	m->lookup.what.name = (char *)name;
+	m->lookup_mseq = meta_seq();
+	upstream_call(nfsd.upstream, proc_nfs3(NFS3PROC_LOOKUP), &m->lookup, &call->cred,
+		      lookup_first_done, m);
+}
+
 void nfsd_meta_lookup_first(struct nfsd_call *call, const nfs_fh3 *dir, const char *name,
 			    void (*then)(struct nfsd_call *call))
 {
@@ -67,17 +88,11 @@ void nfsd_meta_lookup_first(struct nfsd_call *call, const nfs_fh3 *dir, const ch
 		then(call);
 		return;
 	}
-	struct nfsd_meta_op *m = nfsd_meta_op_of(call);
-	m->retry = then;
-	m->lookup.what.dir = *dir;              /* the call's arguments: live until it is freed */
-	m->lookup.what.name = (char *)name;
-	m->lookup_mseq = meta_seq();
-	upstream_call(nfsd.upstream, proc_nfs3(NFS3PROC_LOOKUP), &m->lookup, &call->cred,
-		      lookup_first_done, m);
+	lookup_send(call, dir, name, then);
 }
 
-/* The handle `name` in `dir` named before the call changed it: the cache's,
- * or the one nfsd_meta_lookup_first() found; *nlink its link count when
+/* The handle `name` in `dir` named before the call changed it: the one
+ * the LOOKUP sent first found, else the cache's; *nlink its link count when
  * known (else 0). */
 static bool gone_handle(struct nfsd_call *call, const nfs_fh3 *dir, const char *name,
 			struct fh_copy *c, uint32_t *nlink)
@@ -86,7 +101,7 @@ static bool gone_handle(struct nfsd_call *call, const nfs_fh3 *dir, const char *
 
 	*nlink = 0;
 	fh_copy_of(c, dir, name);
-	if (!c->known && m && m->found_len) {
+	if (m && m->found_len) {   /* asked just before the call: newer than the cache */
 		memcpy(c->data, m->found, m->found_len);
 		c->fh.data.data_len = m->found_len;
 		c->fh.data.data_val = (char *)c->data;
@@ -98,8 +113,9 @@ static bool gone_handle(struct nfsd_call *call, const nfs_fh3 *dir, const char *
 
 /* The object `fh` lost a link through us: its attributes are no longer
  * trusted, and when that was its last link (`nlink`, 0 = unknown: the data
- * cache's attributes say) its clean cached data goes — a READ of it gets
- * the upstream's NFS3ERR_STALE. */
+ * cache's attributes say) neither are the data cache's, and its clean
+ * cached data goes — a READ of it, even at its end, gets the upstream's
+ * NFS3ERR_STALE. */
 static void lost_link(const nfs_fh3 *fh, uint32_t nlink)
 {
 	struct cache_object *o = nfsd_cache_object(fh);
@@ -107,7 +123,10 @@ static void lost_link(const nfs_fh3 *fh, uint32_t nlink)
 	meta_attrs_expire(fh);
 	if (!nlink && o && o->have_attrs)
 		nlink = o->attrs.nlink;
-	if (o && nlink == 1 && !cache_has_uncommitted(o))
+	if (!o || nlink != 1)
+		return;
+	cache_attrs_expire(o);
+	if (!cache_has_uncommitted(o))
 		cache_invalidate(o, "its last link removed through nfscached");
 }
 
@@ -180,8 +199,43 @@ static void made_fixup(struct nfsd_call *call, void *res)
 }
 #undef MADE
 
+/* libnfs 4.0 encodes a call into ZDR_ENCODEBUF_MINSIZE bytes (lib/pdu.c;
+ * WRITE's data aside): a call that does not fit cannot go upstream. */
+#define UPSTREAM_ENCODE_MAX 4096u
+
+static uint32_t xdr_opaque_bytes(size_t len)
+{
+	return 4 + (uint32_t)((len + 3) & ~(size_t)3);
+}
+
+/* The most bytes SYMLINK call `a` takes as libnfs encodes it for `cred`:
+ * record mark, call header and AUTH_SYS credential (RFC 5531 §9, §14),
+ * AUTH_NONE verifier, SYMLINK3args with every attribute of its sattr3 set
+ * (RFC 1813 §3.3.10). */
+static uint32_t symlink_call_bytes(const SYMLINK3args *a, const struct rpc_cred *cred)
+{
+	uint32_t n = 4 + 6 * 4;
+	n += 2 * 4 + 4 + xdr_opaque_bytes(strlen(cred->machinename)) + 3 * 4 + 4 * cred->gids_len;
+	n += 2 * 4;
+	n += xdr_opaque_bytes(a->where.dir.data.data_len) + xdr_opaque_bytes(strlen(a->where.name));
+	n += 3 * (4 + 4) + (4 + 8) + 2 * (4 + 8);
+	n += xdr_opaque_bytes(strlen(a->symlink.symlink_data));
+	return n;
+}
+
 void nfsd_proc_made(struct nfsd_call *call)
 {
+	if (call->desc->proc == NFS3PROC_SYMLINK &&
+	    symlink_call_bytes(call->args, &call->cred) > UPSTREAM_ENCODE_MAX) {
+		/* a target the upstream may take but that cannot be sent to it
+		 * (up to NFS3_SYMLINK_MAX, less the call's other parts): refused
+		 * as a server refuses a path too long for it */
+		SYMLINK3res res;
+		memset(&res, 0, sizeof(res));
+		res.status = NFS3ERR_NAMETOOLONG;
+		call_reply(call, &res);
+		return;
+	}
 	nfsd_forward_with(call, made_fixup);
 }
 
@@ -238,6 +292,22 @@ static bool fh_equal(const nfs_fh3 *a, const nfs_fh3 *b)
 	       memcmp(a->data.data_val, b->data.data_val, a->data.data_len) == 0;
 }
 
+/* A RENAME replaced the last link of file `fh` (its link count from the
+ * LOOKUP sent just before: a second name of the moved file would make it
+ * 2): nothing to write its dirty bytes to any more, as after a REMOVE of
+ * it — dropped, and a write-back of them failing from now on is no error. */
+static void last_link_replaced(const nfs_fh3 *fh)
+{
+	struct cache_object *o = nfsd_cache_object(fh);
+
+	if (!o || !cache_has_uncommitted(o))
+		return;
+	uint64_t n = cache_dirty_drop(o, 0, UINT64_MAX);
+	writeback_removed(o);
+	log_debug("writeback: object %llu replaced by a RENAME: %llu dirty bytes dropped",
+		  (unsigned long long)o->id, (unsigned long long)n);
+}
+
 static void rename_fixup(struct nfsd_call *call, void *res)
 {
 	RENAME3res *r = res;
@@ -273,6 +343,9 @@ static void rename_fixup(struct nfsd_call *call, void *res)
 	} else {
 		meta_name_forget(&a->to.dir, a->to.name);
 	}
+	if (replaced.known && replaced_nlink == 1 &&
+	    !(same_dir && strcmp(a->from.name, a->to.name) == 0))
+		last_link_replaced(&replaced.fh);
 	if (replaced.known && !(moved.known && fh_equal(&moved.fh, &replaced.fh)))
 		lost_link(&replaced.fh, replaced_nlink);   /* one link fewer */
 	else if (!replaced.known)
@@ -288,7 +361,12 @@ void nfsd_proc_rename(struct nfsd_call *call)
 {
 	RENAME3args *a = call->args;
 
-	nfsd_meta_lookup_first(call, &a->to.dir, a->to.name, rename_send);
+	/* which file a RENAME over a name replaces, and whether that is its
+	 * last link: asked while some file has data not written back */
+	if (nfsd.cache_on && !list_empty(cache_uncommitted_list()))
+		lookup_send(call, &a->to.dir, a->to.name, rename_send);
+	else
+		nfsd_meta_lookup_first(call, &a->to.dir, a->to.name, rename_send);
 }
 
 static void link_fixup(struct nfsd_call *call, void *res)

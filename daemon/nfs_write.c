@@ -337,14 +337,13 @@ void nfsd_proc_write(struct nfsd_call *call)
 			write_send(call);
 		return;
 	}
-	if (a->count > a->data.data_len)
-		a->count = a->data.data_len;   /* RFC 1813 §3.3.7: count is what data holds */
 	struct write_op *op = op_new(call, o);
 	op->waiter.wake = op_wake;
-	if (a->stable != UNSTABLE || a->count == 0 || a->offset > (uint64_t)INT64_MAX - a->count ||
-	    !nfsd_fh_cacheable(&a->file)) {
-		/* a stable write, or one the cache would answer differently: the
-		 * upstream's */
+	if (a->stable != UNSTABLE || a->count == 0 || a->count != a->data.data_len ||
+	    a->offset > (uint64_t)INT64_MAX - a->count || !nfsd_fh_cacheable(&a->file)) {
+		/* a stable write, or one the cache would answer differently (a
+		 * count that is not the data's length, RFC 1813 §3.3.7, is
+		 * refused by some servers and taken by others): the upstream's */
 		forward_flushed(op);
 		return;
 	}
@@ -438,6 +437,29 @@ static void commit_synced(void *arg, int rc)
 	commit_after_flush(&op->wbw, rc == 0 ? 0 : -ECANCELED);
 }
 
+/* A range past what a file can hold, or one whose end wraps (knfsd:
+ * NFS3ERR_INVAL; nfs-ganesha: NFS3_OK for an offset past 2^63). */
+static bool commit_range_odd(const COMMIT3args *a)
+{
+	return a->offset > (uint64_t)INT64_MAX ||
+	       (a->count != 0 && a->offset + a->count - 1 > (uint64_t)INT64_MAX);
+}
+
+/* The dirty bytes are upstream (or a failed write-back is reported, as to
+ * any COMMIT): the odd range goes there as it is. */
+static void commit_odd_after_flush(struct writeback_waiter *w, int status)
+{
+	struct write_op *op = container_of(w, struct write_op, wbw);
+	struct nfsd_call *call = op->call;
+
+	if (status < 0 || writeback_error(op->o)) {
+		commit_after_flush(w, status);
+		return;
+	}
+	op_free(op);
+	nfsd_forward_with(call, commit_fixup);
+}
+
 void nfsd_proc_commit(struct nfsd_call *call)
 {
 	COMMIT3args *a = call->args;
@@ -453,6 +475,14 @@ void nfsd_proc_commit(struct nfsd_call *call)
 	}
 	/* the whole file, whatever range was asked: one pass holds it all */
 	struct write_op *op = op_new(call, o);
+	if (commit_range_odd(a)) {
+		/* servers judge such a range differently: the upstream's answer,
+		 * once the dirty bytes are there */
+		op->wbw.done = commit_odd_after_flush;
+		if (writeback_flush(o, &op->wbw) != 0)
+			commit_odd_after_flush(&op->wbw, 0);   /* nothing to write back */
+		return;
+	}
 	op->wbw.done = commit_after_flush;
 	if (commit_local()) {
 		/* nothing of it waits for the upstream */

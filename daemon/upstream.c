@@ -76,6 +76,7 @@ struct up_req {
 	ev_tstamp sent_at;             /* loop time it was last handed to libnfs */
 	uint32_t xid;                  /* its XID on every send, once has_xid */
 	int has_xid;
+	unsigned queue_failures;       /* times libnfs refused to queue it */
 };
 
 struct upstream {
@@ -94,6 +95,7 @@ struct upstream {
 	ev_timer tick;
 	struct list_node waiting;      /* struct up_req not yet sent */
 	struct list_node sent;         /* struct up_req with a PDU in libnfs */
+	struct list_node unsendable;   /* struct up_req libnfs cannot queue: failed at the next tick */
 };
 
 static void up_serviced(struct rpc_poll *p, int rc);
@@ -160,6 +162,7 @@ struct upstream *upstream_new(struct ev_loop *loop, const struct nfsd_conf *cfg,
 	}
 	up->next_xid = up_first_xid();
 	list_init(&up->waiting);
+	list_init(&up->unsendable);
 	list_init(&up->sent);
 	ev_init(&up->tick, NULL);
 	return up;
@@ -258,7 +261,8 @@ static void up_io_update(struct up_conn *c)
 
 static void up_tick_update(struct upstream *up)
 {
-	int want = !list_empty(&up->waiting) || !list_empty(&up->sent);
+	int want = !list_empty(&up->waiting) || !list_empty(&up->sent) ||
+		   !list_empty(&up->unsendable);
 
 	if (want && !ev_is_active(&up->tick))
 		ev_timer_again(up->loop, &up->tick);
@@ -332,6 +336,10 @@ static void up_rpc_cb(struct rpc_context *rpc, int status, void *data, void *pri
 			double rtt = ev_time() - r->sent_at;
 			up->srtt = up->srtt == 0 ? rtt : up->srtt + (rtt - up->srtt) / 8;
 		}
+		/* every NFSv3 result but NULL's starts with its nfsstat3 */
+		if (data && r->call.desc->prog == NFS3_PROGRAM && r->call.desc->proc != 0 &&
+		    *(const uint32_t *)data == NFS3ERR_JUKEBOX_STATUS)
+			stats.upstream_jukebox++;
 		req_complete(r, UPSTREAM_OK, data);
 		return;
 	case RPC_STATUS_TIMEOUT:
@@ -402,6 +410,13 @@ static void up_submit(struct up_conn *c, struct up_req *r)
 	if (r->call.desc->send(rpc, up_rpc_cb, r->call.args, r) != 0) {
 		log_warning("upstream: %s:%s conn %u: %s: cannot queue: %s", up->server, up->export,
 			    c->index, r->call.desc->name, rpc_get_error(rpc));
+		if (++r->queue_failures >= 2) {
+			/* refused on two connections: the call, not the
+			 * connection, is at fault (libnfs encodes a call in a
+			 * buffer of its own size); it fails, nothing reconnects */
+			list_add_tail(&up->unsendable, &r->link);
+			return;
+		}
 		list_add_tail(&up->waiting, &r->link);
 		c->broken = 1;
 		return;
@@ -455,6 +470,11 @@ static void up_tick_cb(struct ev_loop *loop, ev_timer *w, int revents)
 			snprintf(c->last_error, sizeof(c->last_error), "%s", nfs_get_error(c->nfs));
 			c->broken = 1;
 		}
+	}
+	list_for_each_safe(pos, tmp, &up->unsendable) {
+		struct up_req *r = list_entry(pos, struct up_req, link);
+		stats.upstream_errors++;
+		req_complete(r, UPSTREAM_FAILED, NULL);
 	}
 	/* calls still waiting for a connection when their time is up */
 	list_for_each_safe(pos, tmp, &up->waiting) {
@@ -598,6 +618,8 @@ void upstream_free(struct upstream *up)
 		req_complete(list_entry(pos, struct up_req, link), UPSTREAM_TIMEOUT, NULL);
 	list_for_each_safe(pos, tmp, &up->waiting)
 		req_complete(list_entry(pos, struct up_req, link), UPSTREAM_TIMEOUT, NULL);
+	list_for_each_safe(pos, tmp, &up->unsendable)
+		req_complete(list_entry(pos, struct up_req, link), UPSTREAM_FAILED, NULL);
 	mountfwd_finalise();
 	free(up->conns);
 	free(up->server);

@@ -8,7 +8,9 @@
  * credential, several in flight, then one COMMIT.  Every WRITE and the
  * COMMIT must carry one upstream verifier; otherwise the upstream lost
  * uncommitted data (a reboot) and the pass starts over — the client never
- * hears of it.  An upstream that does not answer leaves the bytes dirty; an
+ * hears of it.  An upstream that does not answer, or answers NFS3ERR_JUKEBOX,
+ * ends the pass with the bytes dirty for a later one (counted in
+ * cache.writeback.retries; a COMMIT waiting for them gets JUKEBOX); an
  * upstream that refuses them (NFS3ERR_NOSPC, STALE...) fails the pass: the
  * bytes are forgotten, the error is counted and reported by the next
  * COMMIT (never an OK with the verifier of the data lost).  With
@@ -347,6 +349,7 @@ static void pass_finish(struct wb_pass *p, int status)
 		s->backoff_s = 0;
 	} else if (status < 0) {
 		cache_commit_settle(o, CACHE_RESEND);
+		stats.cache_writeback_retries++;
 	} else if ((cfg()->cache.commit == COMMIT_LOCAL || cache_unwritten_bytes(o) != 0) &&
 		   !s->removed) {
 		/* a COMMIT may have been answered for them (in this mode, or in

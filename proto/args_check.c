@@ -108,7 +108,7 @@ static void symlink_data(struct walk *w)
 	const uint8_t *data;
 	uint32_t len = 0;
 
-	if (!w->bad && !xdr_get_opaque(&w->c, NFS3_PATH_MAX, &data, &len))
+	if (!w->bad && !xdr_get_opaque(&w->c, NFS3_SYMLINK_WIRE_MAX, &data, &len))
 		w->bad = 1;
 	else if (!w->bad && memchr(data, 0, len))
 		w->nul_in_path = 1;
@@ -149,13 +149,14 @@ static int check_nfs3(struct walk *w, uint32_t proc, uint32_t max_write)
 	case 7: { /* WRITE */
 		fh(w);
 		u64(w);
-		uint32_t count = u32(w);
+		u32(w);   /* count */
 		uint32_t stable = u32(w);
 		if (stable > 2)
 			w->bad = 1;
-		uint32_t len = opaque(w, max_write);
-		if (len != count)
-			w->bad = 1;
+		/* a count that disagrees with the data's length is the
+		 * upstream's to judge (knfsd: GARBAGE_ARGS; nfs-ganesha:
+		 * NFS3ERR_INVAL above it, count bytes written below it) */
+		opaque(w, max_write);
 		break;
 	}
 	case 8: { /* CREATE */

@@ -6,7 +6,8 @@
  * 2^32 wraps their bounds check), so every variable-length field is checked
  * here against the protocol maxima and the bytes actually present: file
  * handles <= NFS3_FHSIZE_MAX bytes, names and paths <= 1024, WRITE data <= the
- * configured maximum and equal to `count`, union discriminants in range.
+ * configured maximum (a `count` that differs from it is the upstream's to
+ * judge: servers disagree), union discriminants in range.
  * libnfs keeps names and paths as C strings and re-encodes them with
  * strlen(), so one holding a NUL byte would be forwarded altered: such a
  * name (filename3, MOUNT dirpath) is malformed, as knfsd's decoder has it.

@@ -10,7 +10,10 @@
 #define NFS3_FHSIZE_MAX 64      /* bytes of a file handle (NFS3_FHSIZE) */
 #define NFS3_NAME_MAX 255       /* what servers accept; longer: NFS3ERR_NAMETOOLONG */
 #define NFS3_NAME_WIRE_MAX 1024 /* what the proxy passes on; longer: GARBAGE_ARGS */
-#define NFS3_PATH_MAX 1024      /* MNTPATHLEN, and the bound on symlink data */
+#define NFS3_PATH_MAX 1024      /* MNTPATHLEN: a MOUNT dirpath */
+#define NFS3_SYMLINK_MAX 4096   /* symlink data servers take (Linux NFS3_MAXPATHLEN,
+                                 * knfsd's bound); longer: NFS3ERR_NAMETOOLONG */
+#define NFS3_SYMLINK_WIRE_MAX 8192 /* what the proxy passes on; longer: GARBAGE_ARGS */
 
 #define NFS3_PROGRAM 100003
 #define MOUNT_PROGRAM 100005

@@ -265,6 +265,13 @@ static void test_seq(void)
 	fattr3 la;
 	const char *t = meta_readlink(&lf, &la);
 	ok(t && strcmp(t, "target") == 0 && la.fileid == 12, "READLINK recorded and answered");
+	/* as long as a Linux client makes them (PATH_MAX - 1) */
+	char long_target[4096];
+	memset(long_target, 'l', sizeof(long_target) - 1);
+	long_target[sizeof(long_target) - 1] = '\0';
+	meta_readlink_record(&lf, long_target, meta_seq());
+	t = meta_readlink(&lf, NULL);
+	ok(t && strcmp(t, long_target) == 0, "a 4095-byte target recorded and answered");
 }
 
 static void test_names(void)

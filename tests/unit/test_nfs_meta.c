@@ -19,13 +19,22 @@
  *   7. names looked up one by one in a directory never listed: after two
  *      forwarded LOOKUPs its listing is read (READDIRPLUS, as the caller)
  *      and the next names are answered from it;
- *   8. cache.metadata = no: everything forwarded.
+ *   8. cache.metadata = no: everything forwarded;
+ *   9. SYMLINK: a 3000-byte target is forwarded; one that libnfs cannot
+ *      encode in its 4 KiB call buffer is answered NFS3ERR_NAMETOOLONG
+ *      without an upstream call;
+ *  10. RENAME over a file while some file has data not written back: the
+ *      name is looked up first; the file's last link gone, its dirty data
+ *      goes (as on a REMOVE) and a READ of it, even at its end, is the
+ *      upstream's (revalidated, never answered from the data cache); a
+ *      file with a second link keeps its dirty data.
  */
 #include "config.h"
 
 #include <stdio.h>
 #include <string.h>
 
+#include "cache/cache.h"
 #include "cache/meta.h"
 #include "common/log.h"
 #include "common/stats.h"
@@ -601,6 +610,138 @@ static void test_off(void)
 	metadata_on = 1;
 }
 
+/* ---- 9. SYMLINK targets libnfs can send ------------------------------ */
+
+static void test_symlink_long(void)
+{
+	static char target[4096];
+
+	start();
+	memset(target, 't', sizeof(target) - 1);
+	for (int i = 0; i < 2; i++) {
+		size_t len = i == 0 ? 3000 : 4095;
+		target[len] = '\0';
+		struct nfsd_call *call = fake_client_call(NFS3PROC_SYMLINK, &alice);
+		SYMLINK3args *a = call->args;
+		a->where.dir = fh3(dir_fh, sizeof(dir_fh));
+		a->where.name = "s";
+		a->symlink.symlink_data = target;
+		uint32_t x = fake_dispatch(call);
+		if (i == 0) {
+			struct fake_call *c = fake_pending_nth(NFS3PROC_SYMLINK, 0);
+			ok(c != NULL, "a 3000-byte target is forwarded");
+			if (c)
+				fake_complete_status(c, NFS3ERR_EXIST);
+			const struct fake_reply *r = fake_wait_reply(x);
+			is_int(r ? (long long)r->status : -1, NFS3ERR_EXIST, "... the upstream's answer");
+		} else {
+			const struct fake_reply *r = fake_wait_reply(x);
+			is_int(r ? (long long)r->status : -1, NFS3ERR_NAMETOOLONG,
+			       "a 4095-byte target: NFS3ERR_NAMETOOLONG");
+			is_int(fake_sent(NFS3PROC_SYMLINK), 1, "... not sent upstream");
+		}
+		target[len] = 't';
+	}
+	stop();
+}
+
+/* ---- 10. RENAME over a file with data not written back ---------------- */
+
+static uint8_t wb_data[8192];
+
+/* A file the data cache knows (`nlink` links, fresh attributes, alice may
+ * write it) with wb_data taken as dirty data by an UNSTABLE WRITE. */
+static struct cache_object *dirty_file(uint8_t *fh, uint32_t len, uint32_t nlink, uint64_t fileid)
+{
+	struct cache_object *o = cache_get(fh, len);
+	fattr3 a = test_fattr3(0, 1000, 0, 1, fileid);
+	uint32_t all = ACCESS3_READ | ACCESS3_MODIFY | ACCESS3_EXTEND;
+
+	a.nlink = nlink;
+	cache_attrs_update(o, &a, cache_seq());
+	cache_access_record(o, &alice, all, all);
+	struct nfsd_call *call = fake_client_call(NFS3PROC_WRITE, &alice);
+	WRITE3args *w = call->args;
+	w->file = fh3(fh, len);
+	w->count = sizeof(wb_data);
+	w->stable = UNSTABLE;
+	w->data.data_len = sizeof(wb_data);
+	w->data.data_val = (char *)wb_data;
+	const struct fake_reply *r = fake_wait_reply(fake_dispatch(call));
+	ok(r && r->status == NFS3_OK && r->committed == UNSTABLE && cache_has_uncommitted(o),
+	   "fileid %llu: an UNSTABLE WRITE taken as dirty data", (unsigned long long)fileid);
+	return o;
+}
+
+/* RENAME dir/`from` over dir/`to`; the upstream's LOOKUP of `to` answers
+ * `to_fh` with `nlink` links, then the RENAME succeeds.  The reply's status. */
+static uint32_t rename_over(const char *from, const char *to, uint8_t *to_fh, uint32_t to_len,
+			    uint32_t nlink)
+{
+	struct nfsd_call *call = fake_client_call(NFS3PROC_RENAME, &alice);
+	RENAME3args *a = call->args;
+
+	a->from.dir = a->to.dir = fh3(dir_fh, sizeof(dir_fh));
+	a->from.name = (char *)from;
+	a->to.name = (char *)to;
+	uint32_t x = fake_dispatch(call);
+	struct fake_call *c = fake_pending_nth(NFS3PROC_LOOKUP, 0);
+	ok(c && fake_pending(NFS3PROC_RENAME) == 0, "RENAME over %s: %s looked up first", to, to);
+	if (!c)
+		fake_bail_out("no LOOKUP before the RENAME");
+	LOOKUP3res lr;
+	memset(&lr, 0, sizeof(lr));
+	lr.status = NFS3_OK;
+	lr.LOOKUP3res_u.resok.object = fh3(to_fh, to_len);
+	lr.LOOKUP3res_u.resok.obj_attributes.attributes_follow = 1;
+	lr.LOOKUP3res_u.resok.obj_attributes.post_op_attr_u.attributes = test_fattr3(0, 1000, 0, 1, 99);
+	lr.LOOKUP3res_u.resok.obj_attributes.post_op_attr_u.attributes.nlink = nlink;
+	fake_complete(c, UPSTREAM_OK, &lr);
+	c = fake_pending_nth(NFS3PROC_RENAME, 0);
+	if (!c)
+		fake_bail_out("RENAME not forwarded");
+	fake_complete_status(c, NFS3_OK);
+	const struct fake_reply *r = fake_wait_reply(x);
+	return r ? r->status : 0xffffffffu;
+}
+
+static void test_rename_over_dirty(void)
+{
+	static uint8_t z_fh[] = { 0xf3, 0x01 }, k_fh[] = { 0xf4, 0x02 };
+
+	start();
+	memset(wb_data, 'w', sizeof(wb_data));
+	struct cache_object *z = dirty_file(z_fh, sizeof(z_fh), 1, 21);
+	struct cache_object *k = dirty_file(k_fh, sizeof(k_fh), 2, 22);
+	is_int(stats.cache_dirty_bytes, 2 * sizeof(wb_data), "16 KiB dirty");
+
+	is_int(rename_over("w", "z", z_fh, sizeof(z_fh), 1), NFS3_OK, "RENAME w over z answered");
+	ok(!cache_has_uncommitted(z), "z's last link gone: its dirty data dropped");
+	is_int(stats.cache_dirty_bytes, sizeof(wb_data), "8 KiB dirty left (k's)");
+	is_int(fake_sent(NFS3PROC_WRITE), 0, "nothing of z written upstream");
+
+	/* its end, 8192, is what the cache knew of it: the upstream answers */
+	struct nfsd_call *call = fake_client_call(NFS3PROC_READ, &alice);
+	READ3args *ra = call->args;
+	ra->file = fh3(z_fh, sizeof(z_fh));
+	ra->offset = sizeof(wb_data);
+	ra->count = 4096;
+	uint32_t x = fake_dispatch(call);
+	fake_run_for(0.01);
+	ok(fake_reply_of(x) == NULL && fake_pending(FAKE_ANY_PROC) == 1,
+	   "READ of z at its end: not answered from the data cache, one upstream call");
+	/* a revalidating GETATTR, then the READ forwarded */
+	for (int i = 0; i < 2 && fake_pending(FAKE_ANY_PROC) == 1; i++)
+		fake_complete_status(fake_pending_nth(FAKE_ANY_PROC, 0), NFS3ERR_STALE);
+	const struct fake_reply *r = fake_wait_reply(x);
+	is_int(r ? (long long)r->status : -1, NFS3ERR_STALE, "READ of z: the upstream's NFS3ERR_STALE");
+
+	is_int(rename_over("v", "k", k_fh, sizeof(k_fh), 2), NFS3_OK, "RENAME v over k answered");
+	ok(cache_has_uncommitted(k), "k has a second link: its dirty data stays");
+	is_int(stats.cache_dirty_bytes, sizeof(wb_data), "8 KiB dirty");
+	stop();
+}
+
 int main(void)
 {
 	fake_watchdog(60);
@@ -616,6 +757,8 @@ int main(void)
 	test_listing_revalidate();
 	test_prefetch();
 	test_off();
+	test_symlink_long();
+	test_rename_over_dirty();
 
 	ev_loop_destroy(lp);
 	return done();

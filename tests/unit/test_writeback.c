@@ -20,7 +20,12 @@
  *      after a reload to cache.commit = upstream a refusal still keeps them
  *      (reported to the next COMMIT);
  *   6. the daemon stops while the upstream does not answer, with passes
- *      waiting for room in the window: every pass ends, the bytes stay dirty.
+ *      waiting for room in the window: every pass ends, the bytes stay dirty;
+ *   9. odd calls: a write-back WRITE and COMMIT answered NFS3ERR_JUKEBOX
+ *      keep the bytes dirty (cache.writeback.retries) and the client's
+ *      COMMIT gets JUKEBOX, never an error; a COMMIT of a range past 2^63
+ *      or wrapping goes upstream as it is once the bytes are there; a
+ *      WRITE whose count is not its data's length goes upstream unchanged.
  * Each asserts the replies, the upstream calls (offset, count, stable,
  * data, credential) and the write-back counters.
  *
@@ -143,14 +148,21 @@ static uint32_t write_call(const char *fh, uint64_t offset, uint32_t count, stab
 	return fake_dispatch(call);
 }
 
-static uint32_t commit_call(const char *fh)
+static uint32_t commit_range_call(const char *fh, uint64_t offset, uint32_t count)
 {
 	struct nfsd_call *call = fake_client_call(NFS3PROC_COMMIT, &writer);
 	COMMIT3args *a = call->args;
 
 	a->file.data.data_len = (u_int)strlen(fh);
 	a->file.data.data_val = (char *)fh;
+	a->offset = offset;
+	a->count = count;
 	return fake_dispatch(call);
+}
+
+static uint32_t commit_call(const char *fh)
+{
+	return commit_range_call(fh, 0, 0);
 }
 
 /* The WRITE was taken locally: NFS3_OK UNSTABLE with the daemon's verifier. */
@@ -591,6 +603,88 @@ static void test_silent_upstream(void)
 	stop();
 }
 
+/* ---- 9. odd calls ---------------------------------------------------- */
+
+static void test_odd_calls(void)
+{
+	start(tune);
+	diag("9. the upstream answers the write-back JUKEBOX: the COMMIT gets JUKEBOX, the bytes stay");
+	writable_file("fh-jb");
+	taken(write_call("fh-jb", 0, 4096, UNSTABLE), 4096, "WRITE [0, 4K)");
+	uint32_t xc = commit_call("fh-jb");
+	ok(fake_wait_pending(NFS3PROC_WRITE, 1) && write_sent(0, 4096), "COMMIT: one WRITE of [0, 4K)");
+	fake_complete_status(fake_pending_nth(NFS3PROC_WRITE, 0), NFS3ERR_JUKEBOX);
+	status_is(xc, NFS3ERR_JUKEBOX, "COMMIT: NFS3ERR_JUKEBOX");
+	is_int(stats.cache_writeback_retries, 1, "cache.writeback.retries 1");
+	is_int(stats.cache_writeback_errors, 0, "cache.writeback.errors 0");
+	is_int(stats.cache_dirty_bytes, 4096, "cache.dirty.bytes 4K: kept");
+	xc = commit_call("fh-jb");
+	ok(fake_wait_pending(NFS3PROC_WRITE, 1) && write_sent(0, 4096), "the COMMIT again: the WRITE again");
+	upstream_write(fake_pending_nth(NFS3PROC_WRITE, 0), verf1);
+	ok(fake_wait_pending(NFS3PROC_COMMIT, 1), "... then a COMMIT");
+	fake_complete_status(fake_pending_nth(NFS3PROC_COMMIT, 0), NFS3ERR_JUKEBOX);
+	status_is(xc, NFS3ERR_JUKEBOX, "the upstream's COMMIT answered JUKEBOX: NFS3ERR_JUKEBOX");
+	is_int(stats.cache_writeback_retries, 2, "cache.writeback.retries 2");
+	is_int(stats.cache_dirty_bytes, 4096, "cache.dirty.bytes 4K: still kept");
+	xc = commit_call("fh-jb");
+	ok(fake_wait_pending(NFS3PROC_WRITE, 1) && write_sent(0, 4096), "a third COMMIT: the WRITE again");
+	upstream_write(fake_pending_nth(NFS3PROC_WRITE, 0), verf1);
+	ok(fake_wait_pending(NFS3PROC_COMMIT, 1), "... then a COMMIT");
+	upstream_commit(fake_pending_nth(NFS3PROC_COMMIT, 0), verf1);
+	const struct fake_reply *r = fake_wait_reply(xc);
+	ok(r && r->status == NFS3_OK && memcmp(r->verf, nfsd.write_verf, NFS3_WRITEVERFSIZE) == 0,
+	   "... NFS3_OK with the daemon's verifier");
+	is_int(stats.cache_dirty_bytes, 0, "cache.dirty.bytes 0");
+	is_int(stats.cache_writeback_errors, 0, "cache.writeback.errors 0");
+
+	diag("9b. COMMIT of ranges servers judge differently: the upstream's answer");
+	static const struct { uint64_t offset; uint32_t count; const char *what; } odd[] = {
+		{ 1ull << 63, 0, "at 2^63" },
+		{ (1ull << 63) - 5, 10, "across 2^63" },
+		{ UINT64_MAX - 4, 10, "across 2^64" },
+	};
+	for (size_t i = 0; i < sizeof(odd) / sizeof(odd[0]); i++) {
+		taken(write_call("fh-jb", 4096, 4096, UNSTABLE), 4096, "WRITE [4K, 8K)");
+		unsigned commits = fake_sent(NFS3PROC_COMMIT);
+		xc = commit_range_call("fh-jb", odd[i].offset, odd[i].count);
+		ok(fake_wait_pending(NFS3PROC_WRITE, 1) && write_sent(4096, 4096),
+		   "COMMIT %s: the dirty bytes written first", odd[i].what);
+		upstream_write(fake_pending_nth(NFS3PROC_WRITE, 0), verf1);
+		ok(fake_wait_pending(NFS3PROC_COMMIT, 1), "... and committed");
+		upstream_commit(fake_pending_nth(NFS3PROC_COMMIT, 0), verf1);
+		ok(fake_wait_pending(NFS3PROC_COMMIT, 1), "... then the client's COMMIT goes upstream");
+		struct fake_call *c = fake_pending_nth(NFS3PROC_COMMIT, 0);
+		ok(c && c->offset == odd[i].offset && c->count == odd[i].count, "... with its range");
+		is_int(fake_sent(NFS3PROC_COMMIT) - commits, 2, "... two COMMITs upstream in all");
+		if (!c)
+			fake_bail_out("the upstream call the case goes on with is missing");
+		fake_complete_status(c, NFS3ERR_INVAL);
+		status_is(xc, NFS3ERR_INVAL, "... and its NFS3ERR_INVAL is the answer");
+	}
+
+	diag("9c. a WRITE whose count is not its data's length: upstream as it is");
+	struct nfsd_call *call = fake_client_call(NFS3PROC_WRITE, &writer);
+	WRITE3args *a = call->args;
+	a->file.data.data_len = (u_int)strlen("fh-jb");
+	a->file.data.data_val = (char *)"fh-jb";
+	a->offset = 8192;
+	a->count = 5;
+	a->stable = UNSTABLE;
+	a->data.data_len = 10;
+	a->data.data_val = (char *)data + 8192;
+	uint32_t xw = fake_dispatch(call);
+	ok(fake_wait_pending(NFS3PROC_WRITE, 1), "count 5 with 10 bytes: a WRITE upstream");
+	struct fake_call *wc = fake_pending_nth(NFS3PROC_WRITE, 0);
+	if (!wc)
+		fake_bail_out("the upstream call the case goes on with is missing");
+	ok(wc->offset == 8192 && wc->count == 5 && ((WRITE3args *)wc->args)->data.data_len == 10,
+	   "... offset, count and data as the client sent them");
+	fake_complete_status(wc, NFS3ERR_INVAL);
+	status_is(xw, NFS3ERR_INVAL, "... and the upstream's NFS3ERR_INVAL is the answer");
+	is_int(stats.cache_dirty_bytes, 0, "... nothing dirty");
+	stop();
+}
+
 /* ---- 8. write-back behind a sequential writer ------------------------- */
 
 static void test_behind_writer(void)
@@ -652,6 +746,7 @@ int main(void)
 	test_stop_passes();
 	test_silent_upstream();
 	test_behind_writer();
+	test_odd_calls();
 
 	ev_loop_destroy(lp);
 	return done();
