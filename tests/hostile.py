@@ -19,8 +19,11 @@ order, each followed by a check round:
   creds    bad credentials: unknown flavors, AUTH_SYS bodies over 400
            bytes, machine names over 255, more than 16 gids, trailing
            bytes, bad verifiers, AUTH_NONE on every kind of call
-  huge     lengths of 2^31-1, 2^32-1 and just over the limit in every
-           opaque, string and array field of the arguments and credential
+  huge     lengths of 2^31-1, 2^32-1 and just over the limit (names and
+           MOUNT paths 1024, symlink data 8192, file handles 64, WRITE
+           data wtmax, credentials and verifiers 400, machine names 255,
+           gids 16) in every opaque, string and array field of the
+           arguments and credential
   flip     1 to 4 bit flips in the header or arguments (never the record
            mark) of valid calls of every NFSv3 and MOUNTv3 procedure
   markflip 1 to 3 bit flips anywhere in such records, marks included
@@ -602,11 +605,15 @@ class Hostile:
                  Pk().opaque(hz).opaque(nm, n).u32(0).raw(rpc.sattr3(0o644)).bytes(), {}, G),
                 ("RENAME to-name length %#x" % n, N, 14,
                  rpc.diropargs3(hz, "v3") + Pk().opaque(hz).opaque(nm, n).bytes(), {}, G),
-                ("SYMLINK target length %#x" % n, N, 10,
-                 rpc.diropargs3(hz, "zz") + rpc.sattr3() + Pk().opaque(nm, n).bytes(), {}, G),
-                ("MNT path length %#x" % n, M, 1, Pk().opaque(b"/export", n).bytes(), {}, G),
-                ("UMNT path length %#x" % n, M, 3, Pk().opaque(b"/export", n).bytes(), {}, G),
+                ("MNT path length %#x" % n, M, 1, Pk().opaque(b"/" * len(nm), n).bytes(), {}, G),
+                ("UMNT path length %#x" % n, M, 3, Pk().opaque(b"/" * len(nm), n).bytes(), {}, G),
             ]
+        # symlink data: up to 8192 bytes pass (servers take 4096; longer
+        # ones are theirs to refuse)
+        for n in (0x7fffffff, 0xffffffff, 0xfffffffc, 8193):
+            specs.append(("SYMLINK target length %#x" % n, N, 10,
+                          rpc.diropargs3(hz, "zz") + rpc.sattr3() +
+                          Pk().opaque(b"t" * min(n, 8193), n).bytes(), {}, G))
         for n in (0x7fffffff, 0xffffffff, self.wtmax + 4):
             specs += [
                 ("WRITE data length %#x" % n, N, 7,
