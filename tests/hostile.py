@@ -23,7 +23,9 @@ order, each followed by a check round:
            MOUNT paths 1024, symlink data 8192, file handles 64, WRITE
            data wtmax, credentials and verifiers 400, machine names 255,
            gids 16) in every opaque, string and array field of the
-           arguments and credential
+           arguments and credential; WRITEs of 512 bytes whose count says
+           up to 0xfffffff0: answered, no upstream connection lost, the
+           daemon's peak RSS up by less than 32 MiB
   flip     1 to 4 bit flips in the header or arguments (never the record
            mark) of valid calls of every NFSv3 and MOUNTv3 procedure
   markflip 1 to 3 bit flips anywhere in such records, marks included
@@ -284,6 +286,16 @@ class Hostile:
         with open("/proc/%d/status" % self.a.pid) as f:
             for line in f:
                 if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+        return None
+
+    def hwm_now(self):
+        """The daemon's VmHWM (peak RSS) in KiB (None without --pid)."""
+        if not self.a.pid:
+            return None
+        with open("/proc/%d/status" % self.a.pid) as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
                     return int(line.split()[1])
         return None
 
@@ -648,6 +660,38 @@ class Hostile:
         garbage = sum(1 for o in got.values() for k in o if k == "GARBAGE_ARGS")
         self.chk.is_(nsrpc.delta(s0, s1, "rpc.garbage_args"), garbage,
                      "huge: rpc.garbage_args rose by the %d GARBAGE_ARGS replies" % garbage)
+        self.write_counts()
+
+    def write_counts(self):
+        """WRITEs of 512 bytes whose count says far more: answered (the
+        upstream's judgement or GARBAGE_ARGS), and nothing the size of the
+        count is allocated for them (the daemon's peak RSS, --pid)."""
+        hwm0 = self.hwm_now()
+        s0 = self.snap()
+        c = rpc.Conn(HOST, self.a.port, timeout=30)
+        wrong = []
+        for count in (0xfffffff0, 0x80000000, 0x7fffffff, self.wtmax + 1):
+            for stable in (rpc.UNSTABLE, rpc.FILE_SYNC):
+                try:
+                    rep = c.call(rpc.NFS_PROGRAM, rpc.NFS_V3, rpc.NFSPROC3_WRITE,
+                                 rpc.write_args(self.v, 0, b"c" * 512, stable=stable, count=count))
+                    if not rep.ok() and rep.summary() != "accepted GARBAGE_ARGS":
+                        wrong.append("count %#x: %s" % (count, rep.summary()))
+                except rpc.RpcError as e:
+                    wrong.append("count %#x: %s" % (count, e))
+        c.close()
+        hwm1 = self.hwm_now()
+        s1 = self.snap()
+        self.chk.is_(nsrpc.delta(s0, s1, "upstream.reconnects"), 0,
+                     "huge: no upstream connection is lost over them (upstream.reconnects)")
+        self.chk.is_(len(wrong), 0, "huge: WRITEs of 512 bytes with count 0xfffffff0, 0x80000000, "
+                     "0x7fffffff and wtmax+1 are answered")
+        self.chk.diag(*wrong)
+        if hwm0 is not None and hwm1 is not None:
+            self.chk.num((hwm1 - hwm0) // 1024, "-lt", 32,
+                         "huge: the daemon's peak RSS rose by less than 32 MiB for them "
+                         "(%d -> %d KiB)" % (hwm0, hwm1))
+            figure("huge.write_count_hwm_kb", "%d -> %d" % (hwm0, hwm1))
 
     def burst_flip(self, variants=40, conns=4):
         variants *= self.a.scale

@@ -2,7 +2,9 @@
 # 76-hostile: a bounded, seeded burst of hostile input (tests/hostile.py)
 # against nfscached in front of ganesha: names with an embedded NUL, bad
 # credentials (a machine name with a NUL among them) and AUTH_NONE, huge
-# lengths in every opaque, string and array field, bit flips (record marks
+# lengths in every opaque, string and array field (WRITEs of 512 bytes whose
+# count says up to 0xfffffff0 among them: answered, no upstream connection
+# lost, no memory the size of the count), bit flips (record marks
 # spared, then not) and truncations of valid calls of every NFSv3 and
 # MOUNTv3 procedure (about 32,000 records), READs of count 0x7fffffff and
 # 0xffffffff, fragments over server.max_record, of 1 byte and of 4 bytes
