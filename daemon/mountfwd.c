@@ -1,5 +1,6 @@
 /*
- * mountfwd.c — one libnfs rpc_context per forwarded MOUNT call, on libev.
+ * mountfwd.c — one libnfs rpc_context per forwarded MOUNT call, on libev,
+ * MOUNTFWD_MAX_CONNS of them at once (the other calls wait, oldest first).
  * A context is never destroyed from inside one of its own callbacks: the
  * callbacks only record the outcome, and the watcher callbacks act on it
  * once rpc_service() has returned.
@@ -17,6 +18,11 @@
 #include "common/xalloc.h"
 
 #define RETRY_S 0.25
+/* Upstream MOUNT connections open at once.  Each one binds a privileged
+ * port (libnfs looks for a free one among 512..1023, consulting
+ * /etc/services for each): a client that pipelines a thousand MOUNT calls
+ * would otherwise take every such port and keep the loop busy for seconds. */
+#define MOUNTFWD_MAX_CONNS 16
 
 struct mount_req {
 	struct ev_loop *loop;
@@ -28,13 +34,34 @@ struct mount_req {
 	ev_timer timer;               /* retry delay, and the deadline */
 	int failed;                   /* current attempt failed: retry */
 	int finished;                 /* done() has fired */
+	int waiting;                  /* 1: on mreq_waiting; 2: woken, a connection kept for it */
 	struct list_node link;        /* mreq_pending, until freed */
+	struct list_node wait_link;   /* mreq_waiting, while waiting */
 };
 
 /* every mount_req not yet freed, for mountfwd_finalise() */
 static struct list_node mreq_pending = LIST_INIT(mreq_pending);
+/* requests whose next attempt waits for a connection, oldest first */
+static struct list_node mreq_waiting = LIST_INIT(mreq_waiting);
+static unsigned mreq_conns;           /* requests holding an rpc_context */
+static unsigned mreq_woken;           /* requests woken, their connection kept */
 
 static void mreq_attempt(struct mount_req *m);
+
+/* A connection is free: the oldest waiting request attempts on the next
+ * loop iteration (its timer, from 0), ahead of any request that comes new. */
+static void mreq_wake_one(void)
+{
+	if (list_empty(&mreq_waiting) || mreq_conns + mreq_woken >= MOUNTFWD_MAX_CONNS)
+		return;
+	struct mount_req *m = list_first(&mreq_waiting, struct mount_req, wait_link);
+	list_del(&m->wait_link);
+	m->waiting = 2;
+	mreq_woken++;
+	ev_timer_stop(m->loop, &m->timer);
+	ev_timer_set(&m->timer, 0., 0.);
+	ev_timer_start(m->loop, &m->timer);
+}
 
 static void mreq_drop_rpc(struct mount_req *m)
 {
@@ -43,13 +70,21 @@ static void mreq_drop_rpc(struct mount_req *m)
 		struct rpc_context *rpc = m->rpc;
 		m->rpc = NULL;
 		rpc_destroy_context(rpc);   /* callbacks may fire: finished/failed guard them */
+		mreq_conns--;
+		mreq_wake_one();
 	}
 }
 
 static void mreq_free(struct mount_req *m)
 {
 	ev_timer_stop(m->loop, &m->timer);
+	if (m->waiting == 1)
+		list_del(&m->wait_link);
+	else if (m->waiting == 2)
+		mreq_woken--;
+	m->waiting = 0;
 	mreq_drop_rpc(m);
+	mreq_wake_one();
 	list_del(&m->link);
 	free(m->server);
 	free(m);
@@ -135,6 +170,19 @@ static void mreq_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		mreq_free(m);
 		return;
 	}
+	if (m->waiting == 2) {            /* woken: its connection was kept */
+		mreq_woken--;
+		m->waiting = 0;
+	} else if (mreq_conns + mreq_woken >= MOUNTFWD_MAX_CONNS || !list_empty(&mreq_waiting)) {
+		/* wait for a connection, in arrival order; the deadline still holds */
+		if (!m->waiting) {
+			list_add_tail(&mreq_waiting, &m->wait_link);
+			m->waiting = 1;
+		}
+		ev_timer_set(&m->timer, m->call.deadline - ev_now(loop), 0.);
+		ev_timer_start(loop, &m->timer);
+		return;
+	}
 	mreq_attempt(m);
 }
 
@@ -145,6 +193,7 @@ static void mreq_attempt(struct mount_req *m)
 	m->rpc = rpc_init_context();
 	if (!m->rpc)
 		abort();
+	mreq_conns++;
 	rpc_poll_start(&m->poll, m->rpc);
 	rpc_set_auth(m->rpc, upstream_call_auth(&m->call));
 	if (m->port)

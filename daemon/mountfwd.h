@@ -3,7 +3,8 @@
  * (RFC 1813 §5).  Each call gets its own short-lived libnfs rpc_context on
  * the loop: connect (retried until the deadline while the server is down),
  * one call, disconnect.  MOUNT traffic is a handful of calls per client
- * mount, so nothing is kept open.
+ * mount, so nothing is kept open; at most 16 such connections are open at
+ * once, and further calls wait for one in the order they came.
  */
 #ifndef NFSCACHED_MOUNTFWD_H
 #define NFSCACHED_MOUNTFWD_H
