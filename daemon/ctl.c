@@ -22,6 +22,7 @@
 #include "daemon/conn.h"
 #include "daemon/ctl.h"
 #include "daemon/ctl_exports.h"
+#include "daemon/ctl_parse.h"
 #include "common/log.h"
 #include "daemon/nfsd.h"
 #include "common/stats.h"
@@ -29,14 +30,10 @@
 #include "daemon/writeback.h"
 #include "common/xalloc.h"
 
-#define CTL_LINE_MAX 1024
-#define CTL_MAX_ARGS 8
-
 struct ctl_client {
 	int fd;
 	ev_io io;
-	char line[CTL_LINE_MAX];
-	size_t len;
+	struct ctl_line line;   /* the request as it arrives */
 	char *reply;           /* whole answer, malloc'd */
 	size_t reply_len, reply_off;
 	uid_t uid;
@@ -45,10 +42,9 @@ struct ctl_client {
 	ev_timer idle;
 };
 
+/* What runs a command; its words and whether it changes state are
+ * ctl_cmd_names[] (ctl_parse.c), by the same index. */
 struct ctl_cmd {
-	const char *name;
-	const char *sub;       /* second word, or NULL */
-	int mutating;
 	int (*fn)(int argc, char **argv, FILE *out);   /* 0 ok; -1 error written to out */
 	/* or a command answered later: it ends with ctl_send() */
 	void (*start)(struct ctl_client *c, int argc, char **argv);
@@ -188,13 +184,13 @@ static void ctl_start_cull(struct ctl_client *c, int argc, char **argv)
 	}
 }
 
-static const struct ctl_cmd ctl_cmds[] = {
-	{ "status", NULL, 0, ctl_handle_status, NULL },
-	{ "stats", "reset", 1, ctl_handle_stats_reset, NULL },
-	{ "stats", NULL, 0, NULL, ctl_start_stats },
-	{ "flush", NULL, 1, NULL, ctl_start_flush },
-	{ "invalidate", NULL, 1, NULL, ctl_start_invalidate },
-	{ "cull", NULL, 1, NULL, ctl_start_cull },
+static const struct ctl_cmd ctl_cmds[CTL_CMD_COUNT] = {
+	[CTL_CMD_STATUS] = { ctl_handle_status, NULL },
+	[CTL_CMD_STATS_RESET] = { ctl_handle_stats_reset, NULL },
+	[CTL_CMD_STATS] = { NULL, ctl_start_stats },
+	[CTL_CMD_FLUSH] = { NULL, ctl_start_flush },
+	[CTL_CMD_INVALIDATE] = { NULL, ctl_start_invalidate },
+	[CTL_CMD_CULL] = { NULL, ctl_start_cull },
 };
 
 static void ctl_client_free(struct ctl_client *c)
@@ -267,33 +263,24 @@ void ctl_reply_error(struct ctl_client *c, const char *msg)
 
 static void ctl_run(struct ctl_client *c)
 {
-	char *argv[CTL_MAX_ARGS], *save = NULL;
-	int argc = 0;
+	struct ctl_request req;
 	char *body = NULL;
 	size_t body_len = 0;
 	FILE *out = xopen_memstream(&body, &body_len);
 	int rc = -1;
 
-	for (char *w = strtok_r(c->line, " \t\r\n", &save); w && argc < CTL_MAX_ARGS;
-	     w = strtok_r(NULL, " \t\r\n", &save))
-		argv[argc++] = w;
-	const struct ctl_cmd *cmd = NULL;
-	for (size_t i = 0; argc > 0 && i < sizeof(ctl_cmds) / sizeof(ctl_cmds[0]); i++) {
-		const struct ctl_cmd *k = &ctl_cmds[i];
-		if (strcmp(k->name, argv[0]) != 0)
-			continue;
-		if (k->sub && (argc < 2 || strcmp(k->sub, argv[1]) != 0))
-			continue;
-		cmd = k;
-		break;
-	}
+	ctl_parse(c->line.buf, &req);
+	int argc = req.argc;
+	char **argv = req.argv;
+	const struct ctl_cmd_name *name = req.cmd >= 0 ? &ctl_cmd_names[req.cmd] : NULL;
+	const struct ctl_cmd *cmd = req.cmd >= 0 ? &ctl_cmds[req.cmd] : NULL;
 	if (argc == 0)
 		fprintf(out, "empty command");
 	else if (!cmd)
 		fprintf(out, "unknown command \"%s\" (status, stats, flush, invalidate, cull)", argv[0]);
-	else if (cmd->mutating && !ctl_permitted(c))
+	else if (name->mutating && !ctl_permitted(c))
 		fprintf(out, "permission denied: \"%s%s%s\" needs root, the daemon's user or the socket's group",
-			argv[0], cmd->sub ? " " : "", cmd->sub ? cmd->sub : "");
+			argv[0], name->sub ? " " : "", name->sub ? name->sub : "");
 	else if (cmd->start) {
 		fclose(out);
 		free(body);
@@ -323,23 +310,29 @@ static void ctl_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	ssize_t n = read(c->fd, c->line + c->len, sizeof(c->line) - 1 - c->len);
+	ssize_t n = read(c->fd, c->line.buf + c->line.len, sizeof(c->line.buf) - 1 - c->line.len);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
-	if (n < 0 || (n == 0 && c->len == 0)) {
+	if (n < 0) {
 		ctl_client_free(c);
 		return;
 	}
-	if (memchr(c->line + c->len, '\0', (size_t)n)) {
+	switch (ctl_line_received(&c->line, (size_t)n)) {
+	case CTL_LINE_CLOSED:
+		ctl_client_free(c);
+		break;
+	case CTL_LINE_NUL:
 		ctl_reply_error(c, "a command is text: NUL byte received");
-		return;
-	}
-	c->len += (size_t)n;
-	c->line[c->len] = '\0';
-	if (strchr(c->line, '\n') || n == 0)   /* a line, or the last words before EOF */
+		break;
+	case CTL_LINE_READY:
 		ctl_run(c);
-	else if (c->len == sizeof(c->line) - 1)
+		break;
+	case CTL_LINE_TOO_LONG:
 		ctl_reply_error(c, "command longer than 1023 bytes");
+		break;
+	case CTL_LINE_MORE:
+		break;
+	}
 }
 
 static void ctl_idle_cb(struct ev_loop *loop, ev_timer *w, int revents)

@@ -8,7 +8,8 @@
  * daemon's own user, or the socket's group; others are answered "error:
  * permission denied: ...".  stats, flush and invalidate may be answered
  * later: they wait for the upstream (write-back, MOUNT EXPORT, MNT,
- * LOOKUP, GETATTR).
+ * LOOKUP, GETATTR).  The request line itself (gathering, words, command
+ * names) is parsed by ctl_parse.h, which needs no socket.
  */
 #ifndef NFSCACHED_CTL_H
 #define NFSCACHED_CTL_H
