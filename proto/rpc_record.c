@@ -28,7 +28,7 @@ void rpc_record_free(struct rpc_record *r)
 
 int rpc_record_pending(const struct rpc_record *r)
 {
-	return r->len > 0 || r->in_fragment || r->header_have > 0;
+	return r->started || r->header_have > 0;
 }
 
 /* Room for `need` bytes, where the fragment being read ends at `frag_end`:
@@ -69,6 +69,7 @@ enum rpc_record_status rpc_record_feed(struct rpc_record *r, const uint8_t *data
 				break;
 			uint32_t h = xdr_be32(r->header);
 			r->header_have = 0;
+			r->started = 1;
 			r->last_fragment = (h & RPC_RECORD_LAST_FRAGMENT) != 0;
 			r->frag_left = h & ~RPC_RECORD_LAST_FRAGMENT;
 			/* Bound the whole record before allocating anything for it. */
@@ -110,6 +111,7 @@ uint8_t *rpc_record_take(struct rpc_record *r, size_t *len_out)
 		buf = xmalloc(1);   /* an empty record still yields a buffer */
 	r->buf = NULL;
 	r->len = r->cap = 0;
+	r->started = 0;
 	return buf;
 }
 

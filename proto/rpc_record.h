@@ -25,6 +25,7 @@ struct rpc_record {
 	uint32_t frag_left;    /* bytes of the current fragment still to read */
 	int last_fragment;     /* the current fragment ends the record */
 	int in_fragment;       /* a header was read and its body is pending */
+	int started;           /* a header of the record being assembled was read */
 	uint8_t *buf;          /* record being assembled (malloc'd) */
 	size_t len;            /* bytes in buf */
 	size_t cap;            /* bytes allocated for buf */

@@ -414,6 +414,11 @@ static void test_grows_with_bytes(void)
 	size_t len;
 	free(rpc_record_take(&r, &len));
 	ok(!rpc_record_pending(&r), "taken: no record pending");
+	static const uint8_t empty_first[4] = { 0, 0, 0, 0 };
+	is_int(rpc_record_feed(&r, empty_first, 4, &used), RPC_RECORD_MORE,
+	       "an empty first fragment: MORE");
+	ok(rpc_record_pending(&r), "an empty first fragment: a record is pending");
+	rpc_record_free(&r);
 	is_int(rpc_record_feed(&r, s, 10, &used), RPC_RECORD_MORE, "a new record begins");
 	rpc_record_free(&r);
 	ok(!rpc_record_pending(&r) && r.max_record == max,
