@@ -56,7 +56,9 @@ static uint8_t *read_buf;           /* shared: the loop is single-threaded */
 static void conn_free(struct nfsd_conn *conn);
 
 /* Above the shared bound, only the connections holding more than an equal
- * share of it stop: one client's big calls never stall the others. */
+ * share of it stop: one client's big calls never stall the others.  A
+ * quarter above it, every connection stops: the bound holds however many
+ * connections there are. */
 static int conn_may_read(const struct nfsd_conn *conn)
 {
 	if (conn->dead || conn->out_bytes >= CONN_MAX_OUT_BYTES ||
@@ -64,6 +66,8 @@ static int conn_may_read(const struct nfsd_conn *conn)
 		return 0;
 	if (total_bytes < CONN_MAX_TOTAL_BYTES)
 		return 1;
+	if (total_bytes >= CONN_MAX_TOTAL_BYTES + CONN_MAX_TOTAL_BYTES / 4)
+		return 0;
 	return conn->out_bytes + conn->call_bytes < CONN_MAX_TOTAL_BYTES / (n_conns ? n_conns : 1);
 }
 
@@ -500,12 +504,17 @@ static void partial_update(struct nfsd_conn *conn)
 	}
 }
 
-/* Above server.partial_max, close the connections whose partial records
- * began first until the rest fit: a client that sends half a record and
- * waits holds memory every other client needs. */
+/* Above server.partial_max (never below server.max_record: one whole
+ * record always fits), close the connections whose partial records began
+ * first until the rest fit: a client that sends half a record and waits
+ * holds memory every other client needs. */
 static void partial_enforce(void)
 {
-	while (partial_total > nfsd.cfg.server_partial_max && !list_empty(&partial_conns)) {
+	size_t budget = nfsd.cfg.server_partial_max;
+
+	if (budget < nfsd.cfg.server_max_record)
+		budget = nfsd.cfg.server_max_record;
+	while (partial_total > budget && !list_empty(&partial_conns)) {
 		struct nfsd_conn *old = list_entry(partial_conns.next, struct nfsd_conn, partial_link);
 		stats.conn_partial_closed++;
 		log_limited(LOG_LEVEL_WARNING,
@@ -554,6 +563,11 @@ static int conn_consume(struct nfsd_conn *conn, const uint8_t *data, size_t len)
 		partial_enforce();
 	}
 	return 0;
+}
+
+void conn_limits_changed(void)
+{
+	partial_enforce();
 }
 
 static void conn_resume_cb(struct ev_loop *loop, ev_idle *w, int revents)

@@ -112,6 +112,11 @@ void conn_call_done(struct nfsd_conn *conn, size_t charged_bytes);
  * the running callback returns. */
 void conn_close(struct nfsd_conn *conn, const char *why);
 
+/* The configuration was reloaded: apply a lowered server.partial_max to
+ * the partial records held now (closing connections as conn_consume()
+ * would), not only once more bytes arrive. */
+void conn_limits_changed(void);
+
 /* Number of open client connections. */
 unsigned conn_count(void);
 

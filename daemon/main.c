@@ -282,6 +282,7 @@ static void sig_hup_cb(struct ev_loop *loop, ev_signal *w, int revents)
 		fclose(nf);
 		if (nfsd.cache_on)
 			cache_space_check();   /* thresholds and max_size may have changed */
+		conn_limits_changed();         /* server.partial_max may be lower */
 		log_set_level(nfsd.cfg.log_level);
 		log_each_line(LOG_LEVEL_INFO, "main: reload: ", notes);
 		log_info("main: configuration reloaded from %s", main_args.conf_path);

@@ -46,16 +46,18 @@ static uint32_t opaque(struct walk *w, uint32_t max)
 }
 
 /* A filename3 or dirpath: libnfs keeps it as a C string, so a NUL inside
- * would reach the upstream as a shorter, different name.  knfsd's decoder
- * refuses such a name (svcxdr_decode_filename3), and so does this. */
-static void name(struct walk *w, uint32_t max)
+ * would reach the upstream as a shorter, different name: refused.  A
+ * filename3 (`component` 1) is one component: knfsd's decoder
+ * (svcxdr_decode_filename3) refuses a '/' in it as well, and so does this,
+ * whatever the upstream would make of "../..". */
+static void name(struct walk *w, uint32_t max, int component)
 {
 	const uint8_t *data;
 	uint32_t len = 0;
 
 	if (!w->bad && !xdr_get_opaque(&w->c, max, &data, &len))
 		w->bad = 1;
-	else if (!w->bad && memchr(data, 0, len))
+	else if (!w->bad && (memchr(data, 0, len) || (component && memchr(data, '/', len))))
 		w->bad = 1;
 }
 
@@ -97,7 +99,7 @@ static void diropargs3(struct walk *w)
 	fh(w);
 	/* a name longer than NFS3_NAME_MAX is the upstream's to refuse with
 	 * NFS3ERR_NAMETOOLONG, as an empty one is; only absurd lengths stop here */
-	name(w, NFS3_NAME_WIRE_MAX);
+	name(w, NFS3_NAME_WIRE_MAX, 1);
 }
 
 /* A SYMLINK's target (nfspath3): well-formed with a NUL inside, but no
@@ -233,7 +235,7 @@ static int check_mount3(struct walk *w, uint32_t proc)
 		break;
 	case 1: /* MNT */
 	case 3: /* UMNT */
-		name(w, NFS3_PATH_MAX);
+		name(w, NFS3_PATH_MAX, 0);
 		break;
 	default:
 		return -ENOSYS;

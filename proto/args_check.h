@@ -11,7 +11,8 @@
  * discriminants in range.
  * libnfs keeps names and paths as C strings and re-encodes them with
  * strlen(), so one holding a NUL byte would be forwarded altered: such a
- * name (filename3, MOUNT dirpath) is malformed, as knfsd's decoder has it.
+ * name (filename3, MOUNT dirpath) is malformed; so is a filename3 holding
+ * a '/' (one component, never a path), as knfsd's decoder has it.
  * Pure function of the bytes; no libnfs, no allocation.
  */
 #ifndef NFSCACHED_ARGS_CHECK_H
@@ -27,8 +28,8 @@
  * MOUNT version 3 (`prog` MOUNT) in `args` (`len` bytes, everything after the
  * call header).  `max_write` bounds WRITE data, bytes.
  * Returns 0 when the arguments are complete and within bounds; -EBADMSG
- * otherwise (RPC GARBAGE_ARGS: a filename3 or dirpath holding a NUL byte is
- * one case); -EILSEQ when they are well-formed but a SYMLINK target
+ * otherwise (RPC GARBAGE_ARGS: a filename3 or dirpath holding a NUL byte,
+ * or a filename3 holding a '/', is one case); -EILSEQ when they are well-formed but a SYMLINK target
  * (nfspath3) holds a NUL byte (NFS3ERR_INVAL, as knfsd answers, RFC 1813
  * §3.3.10); -ENOSYS for a procedure number it does not know.
  */

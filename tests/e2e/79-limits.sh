@@ -6,15 +6,19 @@
 #      them, on a connection open before, are answered while the first still
 #      waits; one with count 0xffffffff is answered with the file, clamped
 #      to the transfer size;
-#   2. partly received records share server.partial_max (1M here): six
-#      clients each sending 300,000 bytes of a 400,000-byte WRITE and
-#      waiting: the three whose records began first are closed
-#      (conn.partial_closed 3), the other three finish their WRITEs, which
-#      land upstream byte for byte;
+#   2. partly received records share server.partial_max (384k here, set by
+#      a reload; server.max_record 256k): six clients each sending 110,000
+#      bytes of a 120,000-byte WRITE and waiting: the three whose records
+#      began first are closed (conn.partial_closed 3), the other three finish
+#      their WRITEs, which land upstream byte for byte; then three clients
+#      hold 110,000 bytes each and a reload lowers server.partial_max to
+#      256k: the oldest is closed at once, the others finish their WRITEs;
 #   3. a name holding a NUL byte is never forwarded shortened: LOOKUP
 #      "victim\0JUNK" and CREATE "made\0x" get GARBAGE_ARGS (as knfsd's
 #      decoder), as MNT "/export\0x"; a SYMLINK target holding a NUL gets
-#      NFS3ERR_INVAL; nothing reaches the upstream;
+#      NFS3ERR_INVAL; a name holding a '/' (LOOKUP "../export/victim",
+#      CREATE "../outside") gets GARBAGE_ARGS too; nothing reaches the
+#      upstream;
 #   4. AUTH_NONE (server.auth_none = refuse, the default): NFS NULL and MOUNT
 #      NULL, DUMP and EXPORT answered; GETATTR, LOOKUP and MNT denied
 #      AUTH_TOOWEAK, counted in rpc.auth_tooweak.
@@ -24,7 +28,7 @@ TEST_TIMEOUT=${TEST_TIMEOUT:-120}
 . "$(dirname "$0")/../lib.sh"
 needs_daemon "the daemon's own limits"
 needs_own_upstream
-setup -o upstream.timeout_ms=3000 -o server.partial_max=1M -o cache.metadata=yes
+setup -o upstream.timeout_ms=3000 -o server.max_record=256k -o cache.metadata=yes
 
 head -c 65536 /dev/urandom > "$EXPORT_DIR/warm.bin"
 head -c 65536 /dev/urandom > "$EXPORT_DIR/cold.bin"
@@ -34,11 +38,26 @@ touch -d '2020-01-01' "$EXPORT_DIR/warm.bin"
 
 OUT=$T_TMP/limits.out
 timeout -k 5 100 python3 - "$top_srcdir/tests" "$PORT" "$CTL" "$NFSCACHECTL" "$GANESHA_PID" \
-    > "$OUT" 2>&1 <<'PY'
-import hashlib, os, signal, subprocess, sys, time
+    "$NFSCACHED_PID" "$T_TMP/nfscached.conf" "$T_TMP/nfscached.log" > "$OUT" 2>&1 <<'PY'
+import hashlib, os, re, signal, subprocess, sys, time
 sys.path.insert(0, sys.argv[1])
 import rpc
 port, ctl, ctlbin, ganesha = int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5])
+daemon, conf, log = int(sys.argv[6]), sys.argv[7], sys.argv[8]
+
+def reload_with(partial_max):
+    """server.partial_max in the file, SIGHUP, wait for the verdict."""
+    text = open(conf).read()
+    text = re.sub(r"(?m)^partial_max = .*\n", "", text)
+    text = text.replace("[server]\n", "[server]\npartial_max = %s\n" % partial_max, 1)
+    open(conf, "w").write(text)
+    before = open(log).read().count("main: configuration reloaded")
+    os.kill(daemon, signal.SIGHUP)
+    for _ in range(100):
+        if open(log).read().count("main: configuration reloaded") > before:
+            return True
+        time.sleep(0.05)
+    return False
 
 def stats():
     out = subprocess.run([ctlbin, "-s", ctl, "stats"], capture_output=True, text=True).stdout
@@ -104,7 +123,8 @@ print("hits_delta:", s1["cache.read.hits"] - s0["cache.read.hits"])
 null_ok("part1")
 
 # ---- 2. partial records over server.partial_max -----------------------------
-REC = 400000
+print("reload_384k:", int(reload_with("384k")))
+REC, SENT = 120000, 110000
 conns, recs, payloads = [], [], []
 for i in range(6):
     rep, s = c.nfs(rpc.NFSPROC3_CREATE, rpc.create_args(root, "part%d" % i))
@@ -113,7 +133,7 @@ for i in range(6):
     k = rpc.Conn("127.0.0.1", port, timeout=20)
     xid, rec = k.build(rpc.NFS_PROGRAM, rpc.NFS_V3, rpc.NFSPROC3_WRITE,
                        rpc.write_args(fh, 0, data, rpc.FILE_SYNC))
-    k.send_raw(rec[:300000])
+    k.send_raw(rec[:SENT])
     conns.append((k, xid))
     recs.append(rec)
     payloads.append(data)
@@ -136,11 +156,46 @@ done = []
 for i, (k, xid) in enumerate(conns):
     if closed[i] != "open":
         continue
-    k.send_raw(recs[i][300000:])
+    k.send_raw(recs[i][SENT:])
     rep = k.recv_reply(xid, timeout=20)
     done.append("%d:%s" % (i, rpc.nfs_status(rep.body) if rep.ok() else rep.summary()))
 print("part2.writes:", ",".join(done))
 print("part2.partial_bytes_after:", stats()["conn.partial_bytes"])
+
+# a lower server.partial_max applies at the reload, to what is held
+held = []
+for i in (6, 7, 8):
+    rep, s = c.nfs(rpc.NFSPROC3_CREATE, rpc.create_args(root, "part%d" % i))
+    fh = bytes.fromhex(rpc.decode_create(rep.body)["fh"])
+    k = rpc.Conn("127.0.0.1", port, timeout=20)
+    xid, rec = k.build(rpc.NFS_PROGRAM, rpc.NFS_V3, rpc.NFSPROC3_WRITE,
+                       rpc.write_args(fh, 0, bytes([65 + i]) * (REC - 200), rpc.FILE_SYNC))
+    k.send_raw(rec[:SENT])
+    held.append((k, xid, rec))
+    time.sleep(0.3)
+s5 = stats()
+print("lower.partial_bytes_before:", s5["conn.partial_bytes"])
+print("reload_256k:", int(reload_with("256k")))
+time.sleep(0.3)
+s6 = stats()
+print("lower.partial_closed:", s6["conn.partial_closed"] - s5["conn.partial_closed"])
+states = []
+for k, xid, rec in held:
+    try:
+        k.recv_record(timeout=0.5)
+        states.append("reply")
+    except rpc.Closed:
+        states.append("closed")
+    except rpc.Timeout:
+        states.append("open")
+print("lower.states:", ",".join(states))
+done = []
+for i, (k, xid, rec) in enumerate(held):
+    if states[i] == "open":
+        k.send_raw(rec[SENT:])
+        rep = k.recv_reply(xid, timeout=20)
+        done.append("%d:%s" % (6 + i, rpc.nfs_status(rep.body) if rep.ok() else rep.summary()))
+print("lower.writes:", ",".join(done))
 null_ok("part2")
 
 # ---- 3. names holding a NUL byte --------------------------------------------
@@ -156,6 +211,10 @@ print("nul.symlink:", rpc.nfs_status(rep.body) if rep.ok() else rep.summary().re
 rep = c.call(rpc.MOUNT_PROGRAM, rpc.MOUNT_V3, rpc.MOUNTPROC3_MNT,
              rpc.Packer().opaque(b"/export\x00x").bytes())
 print("nul.mnt:", rep.summary().replace(" ", "_"))
+rep = c.call(rpc.NFS_PROGRAM, rpc.NFS_V3, rpc.NFSPROC3_LOOKUP, rpc.lookup_args(root, "../export/victim"))
+print("slash.lookup:", rep.summary().replace(" ", "_"))
+rep = c.call(rpc.NFS_PROGRAM, rpc.NFS_V3, rpc.NFSPROC3_CREATE, rpc.create_args(root, "../outside"))
+print("slash.create:", rep.summary().replace(" ", "_"))
 s4 = stats()
 for p in ("LOOKUP", "CREATE", "SYMLINK"):
     print("nul.upstream_%s: %d" % (p, s4["upstream.calls." + p] - s3["upstream.calls." + p]))
@@ -198,14 +257,20 @@ num_ok "$(val "$OUT" hits_delta)" -ge 2 "both cached READs were served locally"
 is "$(val "$OUT" part1.null)" accepted_SUCCESS "NULL after part 1"
 
 # 2
+is "$(val "$OUT" reload_384k)" 1 "server.partial_max = 384k by a reload"
 is "$(val "$OUT" partial_closed)" 3 "conn.partial_closed: the three oldest partial records"
-num_ok "$(val "$OUT" partial_bytes)" -le 1048576 "conn.partial_bytes within server.partial_max"
+num_ok "$(val "$OUT" partial_bytes)" -le 393216 "conn.partial_bytes within server.partial_max"
 is "$(val "$OUT" part2.states)" "closed,closed,closed,open,open,open" "the connections whose records began first were closed"
-is "$(val "$OUT" part2.writes)" "3:NFS3_OK,4:NFS3_OK,5:NFS3_OK" "the others' 400,000-byte WRITEs complete"
-for i in 3 4 5; do
-    want=$(head -c $((400000 - 200)) /dev/zero | tr '\0' "\\$(printf '%03o' $((65 + i)))" | md5sum | cut -d' ' -f1)
+is "$(val "$OUT" part2.writes)" "3:NFS3_OK,4:NFS3_OK,5:NFS3_OK" "the others' 120,000-byte WRITEs complete"
+for i in 3 4 5 7 8; do
+    want=$(head -c $((120000 - 200)) /dev/zero | tr '\0' "\\$(printf '%03o' $((65 + i)))" | md5sum | cut -d' ' -f1)
     is "$(md5 "$EXPORT_DIR/part$i")" "$want" "part$i upstream holds the WRITE's bytes"
 done
+is "$(val "$OUT" lower.partial_bytes_before)" $((3 * (110000 - 4))) "three partial records of 110,000 bytes held (record marks aside)"
+is "$(val "$OUT" reload_256k)" 1 "server.partial_max = 256k by a reload"
+is "$(val "$OUT" lower.partial_closed)" 1 "the reload closes one connection at once"
+is "$(val "$OUT" lower.states)" "closed,open,open" "the one whose record began first"
+is "$(val "$OUT" lower.writes)" "7:NFS3_OK,8:NFS3_OK" "the others' WRITEs complete"
 is "$(val "$OUT" part2.partial_bytes_after)" 0 "no partial record held afterwards"
 is "$(val "$OUT" part2_held.null)" accepted_SUCCESS "NULL while partial records are held"
 is "$(val "$OUT" part2.null)" accepted_SUCCESS "NULL after part 2"
@@ -218,9 +283,11 @@ is "$(val "$OUT" nul.mnt)" accepted_GARBAGE_ARGS 'MNT "/export\0x": GARBAGE_ARGS
 for p in LOOKUP CREATE SYMLINK; do
     is "$(val "$OUT" nul.upstream_$p)" 0 "no $p went upstream"
 done
-is "$(val "$OUT" nul.garbage_args)" 3 "rpc.garbage_args counts the three"
-[ ! -e "$EXPORT_DIR/made" ] && [ ! -e "$EXPORT_DIR/ln" ]
-ok $? "neither made nor ln exists upstream"
+is "$(val "$OUT" slash.lookup)" accepted_GARBAGE_ARGS 'LOOKUP "../export/victim": GARBAGE_ARGS'
+is "$(val "$OUT" slash.create)" accepted_GARBAGE_ARGS 'CREATE "../outside": GARBAGE_ARGS'
+is "$(val "$OUT" nul.garbage_args)" 5 "rpc.garbage_args counts the five"
+[ ! -e "$EXPORT_DIR/made" ] && [ ! -e "$EXPORT_DIR/ln" ] && [ ! -e "$EXPORT_DIR/../outside" ]
+ok $? "none of made, ln, ../outside exists upstream"
 is "$(val "$OUT" part3.null)" accepted_SUCCESS "NULL after part 3"
 
 # 4
