@@ -20,8 +20,43 @@ int backing_init(const char *cache_dir);
 void backing_path(uint64_t id, char *buf, size_t len);
 
 /* Open (create when `create`) object `id`'s file.  Returns an fd (O_CLOEXEC,
- * read-write) or -errno (-ENOENT when missing and not `create`). */
+ * read-write) or -errno (-ENOENT when missing and not `create`).  A file
+ * it finds without blocks when `create` gets the extent-size hint of
+ * backing_set_extent_hint (backing_extent_hint); a file system that
+ * refuses it (ext4, tmpfs: ENOTTY, EOPNOTSUPP, EINVAL) changes nothing but
+ * one debug log line. */
 int backing_open(uint64_t id, int create);
+
+/* The extent-size hint, in bytes, backing_open gives new files (0: none);
+ * cache.extent_hint.  Read at each creation. */
+void backing_set_extent_hint(uint64_t bytes);
+
+/* Set an extent-size hint of `bytes` on the open file `fd`
+ * (FS_IOC_FSGETXATTR, then FS_IOC_FSSETXATTR with FS_XFLAG_EXTSIZE and
+ * fsx_extsize, <linux/fs.h>): the file system then allocates the file's
+ * blocks in aligned runs of that size, so that writes at scattered offsets
+ * leave few extents.  XFS honours it on a file with no extent yet.
+ * The hint is read back (ext4 takes the call and drops the flag).
+ * Returns 0, -EINVAL for 0 or above 4 GiB (or when the file system refuses
+ * the size or the file has extents), -ENOTTY or -EOPNOTSUPP where the file
+ * system has no such hint, or another -errno. */
+int backing_extent_hint(int fd, uint64_t bytes);
+
+/* The number of extents of the open file `fd` (FS_IOC_FIEMAP with no extent
+ * array, <linux/fiemap.h>; delayed allocations included, the file is not
+ * synced first), or -errno (-EOPNOTSUPP where the file system has no FIEMAP). */
+long backing_extent_count(int fd);
+
+/*
+ * Sample the backing files' extents: count (backing_extent_count) the
+ * extents of at most `max_files` backing files, reading whole directories
+ * CACHE_DIR/objects/XX/ from XX = *dir_cursor on; *dir_cursor is set to
+ * the first directory not read, for the next sample to go on from.  Sets
+ * *p99 to the 99th percentile (nearest rank) of the counts and returns the
+ * files counted; returns 0 with *p99 unchanged when there were none, or
+ * -ENOMEM.  Blocking (one open, ioctl and close per file): a worker job.
+ */
+int backing_extents_sample(unsigned max_files, unsigned *dir_cursor, uint32_t *p99);
 
 /* pwrite all `len` bytes at `offset` (one syscall unless the kernel writes
  * less).  Returns 0 or -errno (-ENOSPC, -EDQUOT, ...): the range must then

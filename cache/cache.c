@@ -541,7 +541,9 @@ int cache_init(struct ev_loop *loop, const struct cache_config *cfg, const char 
 		rc = -EAGAIN;
 		goto fail;
 	}
+	backing_set_extent_hint(cfg->extent_hint);
 	space_init();
+	frag_init();
 	space_reconcile();   /* in the background: the graveyard, orphans */
 	persist_start();
 	log_info("cache: %s: %zu objects, %llu bytes", cfg->dir, cache_state.count,
@@ -564,6 +566,7 @@ void cache_finalise(void)
 	if (!cache_state.workers)
 		return;
 	persist_stop();
+	frag_finalise();
 	space_finalise();
 	/* the last batch: wait for a running one, then write what is left */
 	worker_pool_free(cache_state.workers);

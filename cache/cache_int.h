@@ -1,6 +1,6 @@
 /*
  * cache_int.h — what the files of cache/ (cache.c, dirty.c, persist.c,
- * lease.c, cull.c, reconcile.c) share and nothing else may use: the
+ * lease.c, cull.c, reconcile.c, frag.c) share and nothing else may use: the
  * module's state (cache_state), the index lease, and the helpers more than
  * one of them calls.  The rest of the daemon uses cache/cache.h only.
  */
@@ -137,6 +137,12 @@ void space_reconcile(void);
 void space_reconcile_done(void);
 /* Delete the backing files of ids[0..n) on a worker (graveyard first). */
 void space_bury(const uint64_t *ids, size_t n);
+
+/* frag.c: the backing.extents_per_file_p99 gauge, sampled by a worker job
+ * at start and every minute; frag_finalise stops the timer (a job already
+ * queued ends with the pool). */
+void frag_init(void);
+void frag_finalise(void);
 
 /* reconcile.c: submit the reconciliation job; the caller holds the index
  * lease, which the job releases when it ends, then space_reconcile_done().

@@ -70,6 +70,7 @@
 	X(cache_dirty_bytes, "cache.dirty.bytes", "bytes written locally and not yet committed upstream") \
 	X(cache_unwritten_bytes, "cache.unwritten.bytes", "bytes a COMMIT answered locally (cache.commit = local) made stable that are not yet committed upstream") \
 	X(cache_unwritten_oldest_s, "cache.unwritten.oldest_s", "age in seconds of the oldest of those bytes; 0 when none") \
-	X(cache_metadata_entries, "cache.metadata.entries", "namespace cache entries held: attributes of a handle, or a name in a directory")
+	X(cache_metadata_entries, "cache.metadata.entries", "namespace cache entries held: attributes of a handle, or a name in a directory") \
+	X(backing_extents_per_file_p99, "backing.extents_per_file_p99", "extents per backing file, 99th percentile of a sample of up to 256 files (FIEMAP) taken at start and every minute; 0 when none")
 
 #endif

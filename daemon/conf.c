@@ -80,6 +80,8 @@ static const struct conf_key conf_keys[] = {
 	{ "cache", "frun", T_PERCENT, OFF(cache.frun), 0, 99, "10%", NULL, 0 },
 	{ "cache", "fcull", T_PERCENT, OFF(cache.fcull), 0, 99, "7%", NULL, 0 },
 	{ "cache", "fstop", T_PERCENT, OFF(cache.fstop), 0, 99, "3%", NULL, 0 },
+	/* given to a backing file when it is created */
+	{ "cache", "extent_hint", T_SIZE, OFF(cache.extent_hint), 0, 1 * GiB, "1M", NULL, 1 },
 	{ "control", "socket", T_STRING, OFF(control_socket), 0, 0, "/run/nfscached/ctl.sock", NULL, 1 },
 	{ "log", "level", T_ENUM, OFF(log_level), 0, 0, "info", log_names, 0 },
 };

@@ -6,9 +6,10 @@
 # READ at all, every READ a hit (no miss, no partial hit), every byte from
 # the cache.  After a clean restart on the same cache directory the index
 # brings the object back: the third read is again all hits and no upstream
-# READ (a revalidating GETATTR is allowed).  The copies are the export file,
-# byte for byte.  Cold, warm and direct-to-upstream times and
-# backing.write.calls per MiB are printed as diagnostics.
+# READ (a revalidating GETATTR is allowed); the extents sample taken at
+# start reports that one backing file's FIEMAP extent count.  The copies
+# are the export file, byte for byte.  Cold, warm and direct-to-upstream
+# times and backing.write.calls per MiB are printed as diagnostics.
 TEST_TIMEOUT=${TEST_TIMEOUT:-240}
 . "$(dirname "$0")/../lib.sh"
 needs_daemon "the read cache of nfscached"
@@ -108,6 +109,16 @@ ok 0 "nfscached starts again on the same cache directory"
 snap s3
 is "$(sv s3 cache.objects)" 1 "restart: the object is back (cache.objects 1)"
 is "$(sv s3 cache.bytes)" "$SIZE" "restart: its bytes are back (cache.bytes)"
+# the extents sample taken at start (a worker job) counts the one backing
+# file: its 99th percentile is that file's FIEMAP extent count
+want_ext=$(filefrag "$bf" 2>/dev/null | awk '{ print $2 }')
+for _ in $(seq 50); do
+    [ "$(stat_value backing.extents_per_file_p99)" != 0 ] && break
+    sleep 0.1
+done
+stat_ok backing.extents_per_file_p99 -ge 1
+is "$(stat_value backing.extents_per_file_p99)" "$want_ext" \
+    "restart: backing.extents_per_file_p99 is the file's extent count (filefrag: $want_ext)"
 fetch restarted
 snap s4
 is "$(d s3 s4 upstream.calls.READ)" 0 "restart: no upstream READ"
