@@ -48,8 +48,8 @@ struct cache_state {
 	struct list_node persist_queue; /* persist.c: objects the index must learn
 					 * (persist_mark), oldest first */
 	ev_timer batch_timer;           /* persist.c: BATCH_INTERVAL_S, a batch every second */
-	ARRAY(int) sync_fds;            /* persist.c: closed backing files the next batch
-					 * syncs (and closes) first */
+	ARRAY(uint64_t) sync_ids;       /* persist.c: objects whose backing file was closed
+					 * while queued: the next batch syncs it first */
 	ARRAY(uint64_t) deletes;        /* persist.c: ids whose rows the next batch removes */
 	uint64_t batch_seq;             /* persist.c: batches started so far (the running
 					 * one's number) */
@@ -107,7 +107,9 @@ void unwritten_recovered(struct cache_object *o);
 /* persist.c: the batched index commits */
 void persist_mark(struct cache_object *o);
 void batch_start(void);
-void batch_sync_fd(int fd);
+/* Object `id`'s backing file is closed while its ranges wait for the next
+ * batch, which syncs the file (opened again by id on a worker) first. */
+void batch_sync_id(uint64_t id);
 /* The next batch removes object `id`'s rows (first, before any upsert). */
 void batch_delete(uint64_t id);
 /* cache_init/cache_finalise's steps, in order: load the index into the

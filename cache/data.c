@@ -46,13 +46,13 @@ int object_fd(struct cache_object *o)
 		/* reopened on its next use; its data stays valid */
 		struct cache_object *lru = list_first(&cache_state.open_fds, struct cache_object, fd_link);
 		list_del(&lru->fd_link);
-		if (lru->persist_queued) {
-			/* its ranges go to the index with the next batch, which
-			 * must sync their data first: the batch closes it */
-			batch_sync_fd(lru->fd);
-		} else {
-			close(lru->fd);
-		}
+		/* its ranges may go to the index with the next batch, which
+		 * must sync their data first: it opens the file again by id
+		 * (holding the descriptor meanwhile would let a slow batch take
+		 * every descriptor the daemon may open) */
+		if (lru->persist_queued)
+			batch_sync_id(lru->id);
+		close(lru->fd);
 		lru->fd = -1;
 		cache_state.n_open--;
 	}

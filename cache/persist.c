@@ -1,10 +1,10 @@
 /*
  * persist.c — the batched persistence of the objects: every second the
  * objects the index must learn (persist_mark) are snapshotted, their
- * backing files (and those closed meanwhile) fdatasync'ed and the snapshot
- * written to the index in one transaction, on a worker thread, under the
- * index lease (lease.c).  A range reaches the index only after its data
- * was synced.  On start the index is loaded back into the object table.
+ * backing files (and those closed meanwhile) opened again by id and
+ * fdatasync'ed, and the snapshot written to the index in one transaction,
+ * on a worker thread, under the index lease (lease.c).  A range reaches
+ * the index only after its data was synced.  On start the index is loaded back into the object table.
  * cache_sync() callers (cache.commit = local) wait for the first batch
  * that snapshotted their object after they asked, and start one at once.
  * Not here: what the objects hold and when it changes (cache.c, dirty.c),
@@ -43,11 +43,9 @@ void batch_delete(uint64_t id)
 	ARRAY_PUSH(&cache_state.deletes, id);
 }
 
-/* A backing file closed while its ranges wait for the next batch, which
- * must sync their data first: the batch closes it. */
-void batch_sync_fd(int fd)
+void batch_sync_id(uint64_t id)
 {
-	ARRAY_PUSH(&cache_state.sync_fds, fd);
+	ARRAY_PUSH(&cache_state.sync_ids, id);
 }
 
 /* A cache_sync() caller. */
@@ -64,8 +62,9 @@ struct batch_job {
 	uint64_t seq;         /* cache_state.batch_seq when it started */
 	struct index_record *recs;
 	size_t n;
-	int *fds;             /* dup()s of the backing files to sync */
-	size_t nfds;
+	uint64_t *sync_ids;   /* objects whose backing files to sync, opened by id
+			       * here: the batch holds no descriptor of the loop's */
+	size_t nsync;
 	uint64_t *ranges;     /* storage behind every recs[i].ranges */
 	struct cache_object **objs;   /* recs[i] describes objs[i] */
 	int rc;               /* index_write's */
@@ -75,11 +74,19 @@ static void batch_work(void *arg)
 {
 	struct batch_job *job = arg;
 
-	for (size_t i = 0; i < job->nfds; i++) {
-		/* ranges whose data may not be on the disk never reach the index */
-		if (fdatasync(job->fds[i]) != 0 && job->rc == 0)
+	for (size_t i = 0; i < job->nsync && job->rc == 0; i++) {
+		/* ranges whose data may not be on the disk never reach the index;
+		 * a file no longer there (culled meanwhile) has nothing to sync */
+		int fd = backing_open(job->sync_ids[i], 0);
+		if (fd == -ENOENT)
+			continue;
+		if (fd < 0) {
+			job->rc = fd;
+			break;
+		}
+		if (fdatasync(fd) != 0)
 			job->rc = -errno;
-		close(job->fds[i]);
+		close(fd);
 	}
 	if (job->rc == 0)
 		job->rc = index_write(cache_state.index, job->recs, job->n);
@@ -158,13 +165,17 @@ static void batch_done(void *arg)
 	}
 	free(job->objs);
 
-	if (job->rc != 0)
+	if (job->rc != 0) {
+		/* the next batch syncs their files again before their ranges */
+		for (size_t i = 0; i < job->nsync; i++)
+			batch_sync_id(job->sync_ids[i]);
 		log_limited(LOG_LEVEL_ERROR, "cache: index batch failed: %s: tried again",
 			    strerror(-job->rc));
+	}
 	uint64_t seq = job->seq;
 	int rc = job->rc;
 	free(job->recs);
-	free(job->fds);
+	free(job->sync_ids);
 	free(job->ranges);
 	free(job);
 	/* after the objects above: a batch asked for by a woken call holds them */
@@ -197,7 +208,7 @@ void batch_start(void)
 	job->seq = ++cache_state.batch_seq;
 	job->recs = xcalloc(n, sizeof(*job->recs));
 	job->objs = xcalloc(n, sizeof(*job->objs));
-	job->fds = xcalloc(n + cache_state.sync_fds.n, sizeof(*job->fds));
+	job->sync_ids = xcalloc(n + cache_state.sync_ids.n + 1, sizeof(*job->sync_ids));
 	job->ranges = xcalloc(nranges * 2 + 2, sizeof(*job->ranges));
 	uint64_t *rp = job->ranges;
 	/* removals first: a culled object's (volume, fh) may come back under a
@@ -208,10 +219,11 @@ void batch_start(void)
 		job->objs[job->n++] = NULL;
 	}
 	ARRAY_CLEAR(&cache_state.deletes);
-	if (cache_state.sync_fds.n)
-		memcpy(job->fds, cache_state.sync_fds.v, cache_state.sync_fds.n * sizeof(*job->fds));
-	job->nfds = cache_state.sync_fds.n;
-	ARRAY_CLEAR(&cache_state.sync_fds);
+	if (cache_state.sync_ids.n)
+		memcpy(job->sync_ids, cache_state.sync_ids.v,
+		       cache_state.sync_ids.n * sizeof(*job->sync_ids));
+	job->nsync = cache_state.sync_ids.n;
+	ARRAY_CLEAR(&cache_state.sync_ids);
 	list_for_each_safe(pos, tmp, &cache_state.persist_queue) {
 		struct cache_object *o = list_entry(pos, struct cache_object, persist_link);
 		job->objs[job->n] = o;
@@ -246,11 +258,8 @@ void batch_start(void)
 		r->wb_gid = o->wb_cred.gid;
 		r->wb_ngids = o->wb_cred.gids_len;
 		memcpy(r->wb_gids, o->wb_cred.gids, sizeof(r->wb_gids));
-		if (o->fd >= 0 && o->valid.count) {
-			int d = dup(o->fd);
-			if (d >= 0)
-				job->fds[job->nfds++] = d;
-		}
+		if (o->fd >= 0 && o->valid.count)
+			job->sync_ids[job->nsync++] = o->id;
 		o->persist_queued = 0;
 		list_del(&o->persist_link);
 	}
@@ -361,12 +370,10 @@ void persist_last_batch(void)
 	batch_start();
 }
 
-/* Close the backing files still waiting for a batch, free the queues. */
+/* Free the queues. */
 void persist_free(void)
 {
-	for (size_t i = 0; i < cache_state.sync_fds.n; i++)
-		close(cache_state.sync_fds.v[i]);
-	ARRAY_FREE(&cache_state.sync_fds);
+	ARRAY_FREE(&cache_state.sync_ids);
 	ARRAY_FREE(&cache_state.deletes);
 	stats.cache_unwritten_bytes = stats.cache_unwritten_oldest_s = 0;
 }

@@ -14,7 +14,8 @@
  * trusted; culling and the start-up reconciliation; a pinned object is
  * never culled (cache_pin); batches and culling steps take turns with the
  * index (the lease); the culling order takes in objects the index has not
- * recorded yet, and every run starts at its head.
+ * recorded yet, and every run starts at its head; backing files closed
+ * while their ranges wait for a batch hold no descriptor and are recorded.
  *
  * Includes cache_int.h to reach the module's state (cache_state), the
  * lease and batch_start(); cache.c, dirty.c, persist.c and the other
@@ -1284,6 +1285,63 @@ static void test_cull_order(void)
 	cfg.brun = cfg.bcull = cfg.bstop = 0;
 }
 
+/* ---- 19. backing files closed while their ranges wait for a batch ---- */
+
+/* Descriptors this process holds. */
+static int open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n - 3;   /* ".", ".." and the directory's own */
+}
+
+#define FD_OBJECTS (1024 + 300)   /* more than the backing files kept open (1024) */
+
+static void test_closed_while_queued(void)
+{
+	char name[32];
+	int before, after, stored = 0;
+
+	setup();
+	diag("19. %d objects fetched before any batch: the backing files closed while queued "
+	     "hold no descriptor, and all of them are recorded", FD_OBJECTS);
+	before = open_fds();
+	/* the loop does not run: no batch starts meanwhile */
+	for (int i = 0; i < FD_OBJECTS; i++) {
+		snprintf(name, sizeof(name), "case19-%d", i);
+		struct cache_object *o = object(name, 64, 1900 + (uint64_t)i);
+		stored += fetched(o, 0, 64, 'a' + i % 26, cache_seq()) == 0;
+	}
+	after = open_fds();
+	is_int(stored, FD_OBJECTS, "every fetch stored");
+	is_int(cache_state.n_open, 1024, "1024 backing files open");
+	ok(before >= 0 && after - before <= 1024,
+	   "descriptors: %d more, no more than the open backing files", after - before);
+	is_int(cache_state.sync_ids.n, FD_OBJECTS - 1024, "the closed ones wait for the batch by id");
+	ok(wait_batch() >= 0, "a batch recorded them");
+	is_int(cache_state.sync_ids.n, 0, "none left to sync");
+	is_int(open_fds(), after, "the batch left no descriptor behind");
+	cache_finalise();
+
+	is_int(cache_open_here(), 0, "cache_init again on the same directory");
+	is_int(stats.cache_objects, FD_OBJECTS, "cache.objects after the restart");
+	is_int(stats.cache_bytes, FD_OBJECTS * 64, "cache.bytes: every object's range");
+	int right = 0;
+	for (int i = 0; i < FD_OBJECTS; i++) {
+		snprintf(name, sizeof(name), "case19-%d", i);
+		struct cache_object *o = find(name);
+		right += o && holds(o, 0, 64, 'a' + i % 26) == 0;
+	}
+	is_int(right, FD_OBJECTS, "every object's bytes read back from the cache");
+	teardown();
+}
+
 int main(void)
 {
 	lp = ev_loop_new(EVFLAG_AUTO);
@@ -1316,6 +1374,7 @@ int main(void)
 	test_pin();
 	test_lease();
 	test_cull_order();
+	test_closed_while_queued();
 
 	ev_loop_destroy(lp);
 	return done();
