@@ -4,7 +4,8 @@
  * backing files (and those closed meanwhile) opened again by id and
  * fdatasync'ed, and the snapshot written to the index in one transaction,
  * on a worker thread, under the index lease (lease.c).  A range reaches
- * the index only after its data was synced.  On start the index is loaded back into the object table.
+ * the index only after its data was synced.  On start the index is loaded
+ * back into the object table.
  * cache_sync() callers (cache.commit = local) wait for the first batch
  * that snapshotted their object after they asked, and start one at once.
  * Not here: what the objects hold and when it changes (cache.c, dirty.c),
