@@ -123,79 +123,65 @@ print("hits_delta:", s1["cache.read.hits"] - s0["cache.read.hits"])
 null_ok("part1")
 
 # ---- 2. partial records over server.partial_max -----------------------------
-print("reload_384k:", int(reload_with("384k")))
-REC, SENT = 120000, 110000
-conns, recs, payloads = [], [], []
-for i in range(6):
-    rep, s = c.nfs(rpc.NFSPROC3_CREATE, rpc.create_args(root, "part%d" % i))
-    fh = bytes.fromhex(rpc.decode_create(rep.body)["fh"])
-    data = bytes([65 + i]) * (REC - 200)
-    k = rpc.Conn("127.0.0.1", port, timeout=20)
-    xid, rec = k.build(rpc.NFS_PROGRAM, rpc.NFS_V3, rpc.NFSPROC3_WRITE,
-                       rpc.write_args(fh, 0, data, rpc.FILE_SYNC))
-    k.send_raw(rec[:SENT])
-    conns.append((k, xid))
-    recs.append(rec)
-    payloads.append(data)
-    time.sleep(0.3)
-s2 = stats()
-print("partial_closed:", s2["conn.partial_closed"] - s1["conn.partial_closed"])
-print("partial_bytes:", s2["conn.partial_bytes"])
-null_ok("part2_held")
-closed = []
-for i, (k, xid) in enumerate(conns):
-    try:
-        k.recv_record(timeout=0.5)
-        closed.append("reply")
-    except rpc.Closed:
-        closed.append("closed")
-    except rpc.Timeout:
-        closed.append("open")
-print("part2.states:", ",".join(closed))
-done = []
-for i, (k, xid) in enumerate(conns):
-    if closed[i] != "open":
-        continue
-    k.send_raw(recs[i][SENT:])
-    rep = k.recv_reply(xid, timeout=20)
-    done.append("%d:%s" % (i, rpc.nfs_status(rep.body) if rep.ok() else rep.summary()))
-print("part2.writes:", ",".join(done))
-print("part2.partial_bytes_after:", stats()["conn.partial_bytes"])
-
-# a lower server.partial_max applies at the reload, to what is held
-held = []
-for i in (6, 7, 8):
+def hold(i):
+    """A new connection that sends SENT bytes of a FILE_SYNC WRITE of
+    REC - 200 bytes of the letter 65 + i to a new file part<i>, and waits:
+    (connection, xid, record)."""
     rep, s = c.nfs(rpc.NFSPROC3_CREATE, rpc.create_args(root, "part%d" % i))
     fh = bytes.fromhex(rpc.decode_create(rep.body)["fh"])
     k = rpc.Conn("127.0.0.1", port, timeout=20)
     xid, rec = k.build(rpc.NFS_PROGRAM, rpc.NFS_V3, rpc.NFSPROC3_WRITE,
                        rpc.write_args(fh, 0, bytes([65 + i]) * (REC - 200), rpc.FILE_SYNC))
     k.send_raw(rec[:SENT])
-    held.append((k, xid, rec))
     time.sleep(0.3)
+    return k, xid, rec
+
+def states_of(held):
+    """closed, open (no reply yet) or reply, for each held connection."""
+    out = []
+    for k, xid, rec in held:
+        try:
+            k.recv_record(timeout=0.5)
+            out.append("reply")
+        except rpc.Closed:
+            out.append("closed")
+        except rpc.Timeout:
+            out.append("open")
+    return out
+
+def finish(held, states, first):
+    """The rest of each open connection's WRITE: "<first + index>:<status>"."""
+    done = []
+    for i, (k, xid, rec) in enumerate(held):
+        if states[i] == "open":
+            k.send_raw(rec[SENT:])
+            rep = k.recv_reply(xid, timeout=20)
+            done.append("%d:%s" % (first + i, rpc.nfs_status(rep.body) if rep.ok() else rep.summary()))
+    return ",".join(done)
+
+print("reload_384k:", int(reload_with("384k")))
+REC, SENT = 120000, 110000
+conns = [hold(i) for i in range(6)]
+s2 = stats()
+print("partial_closed:", s2["conn.partial_closed"] - s1["conn.partial_closed"])
+print("partial_bytes:", s2["conn.partial_bytes"])
+null_ok("part2_held")
+states = states_of(conns)
+print("part2.states:", ",".join(states))
+print("part2.writes:", finish(conns, states, 0))
+print("part2.partial_bytes_after:", stats()["conn.partial_bytes"])
+
+# a lower server.partial_max applies at the reload, to what is held
+held = [hold(i) for i in (6, 7, 8)]
 s5 = stats()
 print("lower.partial_bytes_before:", s5["conn.partial_bytes"])
 print("reload_256k:", int(reload_with("256k")))
 time.sleep(0.3)
 s6 = stats()
 print("lower.partial_closed:", s6["conn.partial_closed"] - s5["conn.partial_closed"])
-states = []
-for k, xid, rec in held:
-    try:
-        k.recv_record(timeout=0.5)
-        states.append("reply")
-    except rpc.Closed:
-        states.append("closed")
-    except rpc.Timeout:
-        states.append("open")
+states = states_of(held)
 print("lower.states:", ",".join(states))
-done = []
-for i, (k, xid, rec) in enumerate(held):
-    if states[i] == "open":
-        k.send_raw(rec[SENT:])
-        rep = k.recv_reply(xid, timeout=20)
-        done.append("%d:%s" % (6 + i, rpc.nfs_status(rep.body) if rep.ok() else rep.summary()))
-print("lower.writes:", ",".join(done))
+print("lower.writes:", finish(held, states, 6))
 null_ok("part2")
 
 # ---- 3. names holding a NUL byte --------------------------------------------
