@@ -39,7 +39,7 @@ struct reconcile_job {
 	int rc;
 };
 
-static int scan_row(uint64_t id, const char *volume, int has_ranges, void *ctx)
+static int scan_row(uint64_t id, const char *volume, int has_ranges, uint64_t bytes, void *ctx)
 {
 	struct reconcile_job *j = ctx;
 	struct row r = { id, strcmp(volume, cache_state.volume) == 0, has_ranges, 0 };
