@@ -80,10 +80,20 @@
 #define INDEX_TOTALS_DELETE_SQL \
 	"CREATE TRIGGER totals_delete AFTER DELETE ON objects BEGIN" INDEX_TOTALS_SUB " END"
 
+/*
+ * Not part of the table check: indexes only speed up queries, and an index
+ * file without them (created by an older nfscached) gets them on open.
+ * objects_wopen is partial: it holds the objects open for writing only.
+ */
+#define INDEX_LRU_SQL \
+	"CREATE INDEX IF NOT EXISTS objects_lru ON objects (volume, last_access, id)"
+#define INDEX_WOPEN_SQL \
+	"CREATE INDEX IF NOT EXISTS objects_wopen ON objects (volume, id) WHERE wopen = 1"
+
 /* Everything version 3 adds to version 2 (the totals are filled by the caller). */
 #define INDEX_V3_ADDITIONS_SQL \
 	INDEX_TOTALS_SQL "; " INDEX_CLEAN_STOP_SQL "; " INDEX_TOTALS_INSERT_SQL "; " \
-	INDEX_TOTALS_UPDATE_SQL "; " INDEX_TOTALS_DELETE_SQL
+	INDEX_TOTALS_UPDATE_SQL "; " INDEX_TOTALS_DELETE_SQL "; " INDEX_WOPEN_SQL
 
 /* The tables and triggers index_check_table compares with what sqlite stores. */
 static const struct {
@@ -213,16 +223,6 @@ static const struct {
 	[ST_VOLUME_DROP_BYTES] = { "drop bytes",
 		"UPDATE objects SET bytes = 0 WHERE volume = ?1 AND bytes != 0" },
 };
-
-/*
- * Not part of the table check: indexes only speed up queries, and an index
- * file without them (created by an older nfscached) gets them on open.
- * objects_wopen is partial: it holds the objects open for writing only.
- */
-#define INDEX_LRU_SQL \
-	"CREATE INDEX IF NOT EXISTS objects_lru ON objects (volume, last_access, id)"
-#define INDEX_WOPEN_SQL \
-	"CREATE INDEX IF NOT EXISTS objects_wopen ON objects (volume, id) WHERE wopen = 1"
 
 /* index_load walks ids in unsigned order: the stored ids >= 0, then those < 0. */
 static const int64_t index_load_bounds[2][2] = {
