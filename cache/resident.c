@@ -331,24 +331,31 @@ int cache_resolve(const uint8_t *fh, uint32_t fh_len, struct cache_waiter *w)
 
 /* ---- eviction --------------------------------------------------------- */
 
+enum evict_verdict {
+	EVICT_NOW,
+	EVICT_SOON,          /* on its way to the index: left in its place */
+	EVICT_IN_USE,        /* in use: to the tail, looked at again later */
+};
+
 /* May `o` leave memory now, without writing anything? */
-static bool evictable(struct cache_object *o)
+static enum evict_verdict evictable(struct cache_object *o)
 {
-	if (!object_cullable(o) || o->persist_queued || o->getattr_busy ||
-	    o->persist_seq > cache_state.batch_done_seq)
-		return false;
+	if (!object_cullable(o) || o->getattr_busy)
+		return EVICT_IN_USE;
+	if (o->persist_queued || o->persist_seq > cache_state.batch_done_seq)
+		return EVICT_SOON;
 	/* a file of an id above the start's largest is told from a crash's
 	 * orphan by the object holding it, until the reconciliation ran */
 	if (!cache_state.reconciled && o->id > cache_state.max_id_at_start)
-		return false;
+		return EVICT_SOON;
 	if (o->wopen != CACHE_WOPEN_NONE) {
 		/* every write is recorded (nothing uncommitted, not pinned): the
 		 * mark goes with one more batch, then the object may go */
 		o->wopen = CACHE_WOPEN_NONE;
 		persist_mark(o);
-		return false;
+		return EVICT_SOON;
 	}
-	return true;
+	return EVICT_NOW;
 }
 
 static void evict_cb(struct ev_loop *loop, ev_prepare *w, int revents)
@@ -362,21 +369,26 @@ static void evict_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 	size_t excess = cache_state.count - max;
 	size_t scan = excess * 2 + EVICT_SCAN_EXTRA;
 	size_t evicted = 0;
-	while (evicted < excess && scan-- > 0 && !list_empty(&cache_state.resident_lru)) {
-		struct cache_object *o = list_entry(cache_state.resident_lru.next,
-						    struct cache_object, lru_link);
-		if (!evictable(o)) {
-			/* in use or on its way to the index: looked at again later */
+	struct list_node *pos = cache_state.resident_lru.next, *next;
+	for (; pos != &cache_state.resident_lru && evicted < excess && scan-- > 0; pos = next) {
+		struct cache_object *o = list_entry(pos, struct cache_object, lru_link);
+		next = pos->next;
+		switch (evictable(o)) {
+		case EVICT_NOW:
+			object_evict(o);
+			evicted++;
+			break;
+		case EVICT_IN_USE:
 			list_del(&o->lru_link);
 			list_add_tail(&cache_state.resident_lru, &o->lru_link);
-			continue;
+			break;
+		case EVICT_SOON:
+			break;
 		}
-		object_evict(o);
-		evicted++;
 	}
 	if (cache_state.count > max && !cache_state.evict_logged) {
 		cache_state.evict_logged = 1;
-		log_info("cache: %zu objects in memory, above cache.resident_max (%llu): the "
+		log_debug("cache: %zu objects in memory, above cache.resident_max (%llu): the "
 			 "others are in use, dirty or not recorded yet", cache_state.count,
 			 (unsigned long long)max);
 	} else if (cache_state.count <= max)
