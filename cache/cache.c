@@ -121,13 +121,14 @@ struct cache_object *object_new(uint64_t id, const uint8_t *fh, uint32_t fh_len)
 	list_init(&o->persist_link);
 	list_init(&o->waiters);
 	list_init(&o->fd_link);
+	list_add_tail(&cache_state.resident_lru, &o->lru_link);
 	if (cache_state.count + 1 > cache_state.nbuckets)
 		table_grow();
 	size_t k = fh_hash(fh, fh_len) & (cache_state.nbuckets - 1);
 	o->hash_next = cache_state.buckets[k];
 	cache_state.buckets[k] = o;
 	cache_state.count++;
-	stats.cache_objects = cache_state.count;
+	stats.cache_objects_resident = cache_state.count;
 	if (id >= cache_state.next_id)
 		cache_state.next_id = id + 1;
 	return o;
@@ -163,7 +164,8 @@ bool object_cullable(const struct cache_object *o)
 	       o->wopen != CACHE_WOPEN_REQUESTED && list_empty(&o->waiters);
 }
 
-void object_remove(struct cache_object *o)
+/* Out of the table, the resident list and the open files. */
+static void object_unlink(struct cache_object *o)
 {
 	size_t k = fh_hash(o->fh, o->fh_len) & (cache_state.nbuckets - 1);
 	struct cache_object **pp = &cache_state.buckets[k];
@@ -171,18 +173,32 @@ void object_remove(struct cache_object *o)
 	while (*pp != o)
 		pp = &(*pp)->hash_next;
 	*pp = o->hash_next;
+	list_del(&o->lru_link);
 	cache_state.count--;
-	stats.cache_objects = cache_state.count;
-	stats.cache_bytes -= o->valid.bytes;
+	stats.cache_objects_resident = cache_state.count;
 	if (o->fd >= 0) {
 		list_del(&o->fd_link);
 		close(o->fd);
 		cache_state.n_open--;
 	}
+}
+
+void object_remove(struct cache_object *o)
+{
+	object_unlink(o);
+	stats.cache_objects--;
+	stats.cache_bytes -= o->valid.bytes;
 	if (o->persist_queued)
 		list_del(&o->persist_link);
 	if (!list_empty(&o->wb_link))
 		list_del(&o->wb_link);
+	object_free(o);
+}
+
+void object_evict(struct cache_object *o)
+{
+	assert(!o->persist_queued && list_empty(&o->wb_link));
+	object_unlink(o);
 	object_free(o);
 }
 
@@ -205,7 +221,7 @@ void object_free(struct cache_object *o)
 	free(o);
 }
 
-struct cache_object *cache_find(const uint8_t *fh, uint32_t fh_len)
+struct cache_object *cache_find_resident(const uint8_t *fh, uint32_t fh_len)
 {
 	if (!cache_state.nbuckets)
 		return NULL;
@@ -216,12 +232,26 @@ struct cache_object *cache_find(const uint8_t *fh, uint32_t fh_len)
 	return NULL;
 }
 
+struct cache_object *cache_find(const uint8_t *fh, uint32_t fh_len)
+{
+	struct cache_object *o = cache_find_resident(fh, fh_len);
+
+	if (o) {
+		list_del(&o->lru_link);
+		list_add_tail(&cache_state.resident_lru, &o->lru_link);
+	}
+	return o;
+}
+
 struct cache_object *cache_get(const uint8_t *fh, uint32_t fh_len)
 {
 	struct cache_object *o = cache_find(fh, fh_len);
 
-	if (!o) {
+	if (!o && cache_state.nbuckets && resident_absent(fh, fh_len)) {
+		/* the index holds no object of it: this one is new */
+		resident_absent_forget(fh, fh_len);
 		o = object_new(cache_state.next_id, fh, fh_len);
+		stats.cache_objects++;
 		o->last_access_s = now_s();
 		persist_mark(o);
 	}
@@ -473,6 +503,29 @@ void cache_foreach(void (*fn)(struct cache_object *o, void *arg), void *arg)
 			fn(o, arg);
 }
 
+static void sum_valid(struct cache_object *o, void *arg)
+{
+	*(uint64_t *)arg += o->valid.bytes;
+}
+
+uint64_t cache_invalidate_stored(void)
+{
+	uint64_t resident_bytes = 0;
+
+	if (!cache_state.workers)
+		return 0;
+	/* their ranges go with the next batch, and a lookup answered
+	 * meanwhile is invalidated as it arrives */
+	cache_foreach(sum_valid, &resident_bytes);
+	stats.cache_bytes = resident_bytes;
+	cache_state.inval_seq++;
+	if (index_lease_holder() != INDEX_FREE)
+		cache_state.batch_again = true;
+	else
+		batch_start();
+	return stats.cache_objects - cache_state.count;
+}
+
 /* ---- start and stop ------------------------------------------------- */
 
 static void objects_free(void)
@@ -504,6 +557,7 @@ int cache_init(struct ev_loop *loop, const struct cache_config *cfg, const char 
 	list_init(&cache_state.persist_queue);
 	list_init(&cache_state.open_fds);
 	list_init(&cache_state.wb_list);
+	list_init(&cache_state.resident_lru);
 	if ((rc = backing_init(cfg->dir)) != 0)
 		goto fail;
 	/* one daemon per cache directory: another would reset an index it
@@ -541,13 +595,18 @@ int cache_init(struct ev_loop *loop, const struct cache_config *cfg, const char 
 		rc = -EAGAIN;
 		goto fail;
 	}
+	if ((rc = resident_init()) != 0) {
+		worker_pool_free(cache_state.workers);
+		goto fail;
+	}
 	backing_set_extent_hint(cfg->extent_hint);
 	space_init();
 	frag_init();
 	space_reconcile();   /* in the background: the graveyard, orphans */
 	persist_start();
-	log_info("cache: %s: %zu objects, %llu bytes", cfg->dir, cache_state.count,
-		 (unsigned long long)stats.cache_bytes);
+	log_info("cache: %s: %llu objects, %llu bytes in the index; %zu loaded at start",
+		 cfg->dir, (unsigned long long)stats.cache_objects,
+		 (unsigned long long)stats.cache_bytes, cache_state.count);
 	return 0;
 
 fail:
@@ -557,7 +616,7 @@ fail:
 		close(cache_state.lock_fd);
 	free(cache_state.volume);
 	memset(&cache_state, 0, sizeof(cache_state));
-	stats.cache_objects = stats.cache_bytes = 0;
+	stats.cache_objects = stats.cache_bytes = stats.cache_objects_resident = 0;
 	return rc;
 }
 
@@ -565,6 +624,7 @@ void cache_finalise(void)
 {
 	if (!cache_state.workers)
 		return;
+	resident_finalise();
 	persist_stop();
 	frag_finalise();
 	space_finalise();
@@ -574,6 +634,9 @@ void cache_finalise(void)
 	persist_last_batch();
 	worker_pool_free(cache_state.workers);
 	cache_state.workers = NULL;
+	/* everything recorded: the next start need not check the index */
+	if (list_empty(&cache_state.persist_queue) && cache_state.deletes.n == 0)
+		index_mark_clean(cache_state.index);
 	index_close(cache_state.index);
 	objects_free();
 	free(cache_state.volume);

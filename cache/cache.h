@@ -114,6 +114,11 @@ struct cache_object {
 
 	/* ---- below: the cache's own ------------------------------------ */
 	struct cache_object *hash_next;  /* cache.c: the object table's chain */
+	struct list_node lru_link;       /* cache.c: in the list of resident objects, least
+					  * recently used first (resident.c evicts from it) */
+	uint64_t persist_seq;            /* persist.c: the batch that last snapshotted it
+					  * (0: none): it may leave memory once that batch
+					  * is committed */
 	struct list_node persist_link;   /* persist.c: in the queue of objects the index
 					  * must learn (persist_mark) */
 	int persist_queued;              /* persist.c: on that queue */
@@ -172,11 +177,33 @@ void cache_finalise(void);
  * for every "gen_at_start" below. */
 uint64_t cache_seq(void);
 
-/* The object for a file handle, or NULL. */
+/*
+ * Objects in memory (DESIGN.md "Cache objects"): the index holds every
+ * object; memory holds those in use and the most recently used others, at
+ * most cache.resident_max of them.  cache_find() and cache_get() see the
+ * objects in memory only.  A call that needs the object of a file handle
+ * (to answer from its data, to write to it) first makes it resident:
+ *
+ * cache_resolve(): returns -EALREADY when there is nothing to wait for (the
+ * object is in memory, the index is known not to hold it, or the cache is
+ * not open): go ahead now.  Returns 0 when a point lookup in the index is
+ * on its way (on a thread of the cache's, never blocking the loop): `w` is
+ * woken once, later, on the loop, when the object is in memory or known to
+ * be absent (or the lookup failed: then cache_get() still returns NULL).
+ * `w` NULL: start the lookup, wake nobody (returns -EALREADY).  The waiter
+ * is the caller's and must stay valid until woken.  Counted in
+ * cache.index.lookups when the index held the object.
+ */
+int cache_resolve(const uint8_t *fh, uint32_t fh_len, struct cache_waiter *w);
+
+/* The object for a file handle in memory, or NULL (not cached, or not
+ * resident: see cache_resolve()).  Counts as a use for the resident list. */
 struct cache_object *cache_find(const uint8_t *fh, uint32_t fh_len);
 
 /* The object for a file handle, created (empty, attributes unknown) when
- * missing.  fh_len must be 1..NFS3_FHSIZE_MAX. */
+ * the cache does not hold one.  NULL when the handle was not resolved (it
+ * may be in the index: cache_resolve() first, in the same loop callback).
+ * fh_len must be 1..NFS3_FHSIZE_MAX. */
 struct cache_object *cache_get(const uint8_t *fh, uint32_t fh_len);
 
 /*
@@ -412,9 +439,18 @@ int cache_read_backing_async(struct cache_object *o, uint64_t offset, void *buf,
  */
 void cache_set_free_hook(void (*fn)(struct cache_object *o));
 
-/* Call fn(o, arg) for every object (nfscachectl invalidate --all); fn must
- * not create or free objects. */
+/* Call fn(o, arg) for every object in memory; fn must not create or free
+ * objects. */
 void cache_foreach(void (*fn)(struct cache_object *o, void *arg), void *arg);
+
+/*
+ * nfscachectl invalidate --all, for the objects not in memory (those in
+ * memory are the caller's to invalidate, cache_foreach and
+ * cache_invalidate, before this call): they lose their clean data with the
+ * next batch (they hold no dirty data), and one made resident before that
+ * is invalidated as it arrives.  Returns their number.
+ */
+uint64_t cache_invalidate_stored(void);
 
 /* ---- space (DESIGN.md "Space management"; cachefilesd(8)) ----------- */
 

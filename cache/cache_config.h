@@ -38,6 +38,7 @@ struct cache_config {
 	uint64_t max_size;              /* bytes of cached data, 0 = no limit */
 	uint64_t brun, bcull, bstop;    /* percent of the file system's blocks free */
 	uint64_t frun, fcull, fstop;    /* percent of its files free */
+	uint64_t resident_max;          /* objects kept in memory when not in use */
 	uint64_t extent_hint;           /* bytes: extent-size hint of new backing files, 0 = none */
 };
 

@@ -18,6 +18,7 @@
 #include "common/list.h"
 
 struct cache_index;
+struct index_record;
 struct worker_pool;
 
 /* Who holds the index: one worker job at a time uses it (index.h). */
@@ -37,7 +38,13 @@ struct cache_state {
 	struct worker_pool *workers;    /* cache.c (cache_init, cache_finalise) */
 	struct cache_object **buckets;  /* cache.c: the object table */
 	size_t nbuckets;                /* cache.c: power of two */
-	size_t count;                   /* cache.c: objects in the table */
+	size_t count;                   /* cache.c: objects in the table (resident) */
+	struct list_node resident_lru;  /* cache.c: resident objects, least recently used first */
+	int evict_logged;               /* resident.c: the "above resident_max" line was logged */
+	uint64_t batch_done_seq;        /* persist.c: the last batch committed */
+	uint64_t inval_seq;             /* cache.c: invalidate --all requests so far */
+	uint64_t inval_done;            /* persist.c: the last of them the index carried out */
+	bool reconciled;                /* reconcile.c: the start-up reconciliation ended */
 	uint64_t next_id;               /* cache.c, reconcile.c: the next object's id */
 	uint64_t seq;                   /* cache.c: change sequence, the last change's number */
 	int lock_fd;                    /* cache.c: holds the flock on CACHE_DIR/lock */
@@ -83,6 +90,10 @@ int collect_range(uint64_t start, uint64_t end, void *ctx);
 int remove_range(uint64_t start, uint64_t end, void *ctx);
 void table_grow(void);
 struct cache_object *object_new(uint64_t id, const uint8_t *fh, uint32_t fh_len);
+/* The object in memory for a handle, or NULL, without counting a use. */
+struct cache_object *cache_find_resident(const uint8_t *fh, uint32_t fh_len);
+/* Take `o` out of memory: its index rows stay (resident.c's eviction). */
+void object_evict(struct cache_object *o);
 int object_fd(struct cache_object *o);
 /* May `o` go now: not pinned, no dirty or sent bytes, no recovery to
  * decide, no "written to" mark on its way, no waiter. */
@@ -119,6 +130,28 @@ void persist_start(void);
 void persist_stop(void);
 void persist_last_batch(void);
 void persist_free(void);
+
+/* persist.c: an object in memory from its index record (at start: those
+ * with dirty data or unrecorded writes; later: a lookup's; volume NULL is
+ * this volume).  NULL when the record is another volume's. */
+struct cache_object *object_from_record(const struct index_record *r);
+
+/* resident.c: objects in memory on demand */
+int resident_init(void);
+void resident_finalise(void);
+/* The index holds no object of this handle: a lookup said so, and this
+ * daemon has not created one since, or every object is in memory. */
+bool resident_absent(const uint8_t *fh, uint32_t fh_len);
+void resident_absent_add(const uint8_t *fh, uint32_t fh_len);
+void resident_absent_forget(const uint8_t *fh, uint32_t fh_len);
+/* A lookup of this handle is on its way. */
+bool resident_lookup_pending(const uint8_t *fh, uint32_t fh_len);
+/* Object `id` left memory for good and its rows are queued for deletion
+ * (batch_delete): a lookup finding them answers absent, until the batch
+ * deleting them committed (resident_dead_committed). */
+void resident_dead_add(uint64_t id);
+bool resident_dead(uint64_t id);
+void resident_dead_committed(uint64_t id);
 
 /* cull.c: space management */
 void space_init(void);

@@ -370,8 +370,33 @@ static void lru_done(void *arg)
 		if (freed_disk >= need.disk && freed_valid >= need.valid && freed_files >= need.files)
 			break;
 		cull_state.cur = e->at;
-		struct cache_object *o = cache_find(e->fh, e->fh_len);
-		if (!o || o->id != e->id || !object_cullable(o))
+		if (resident_dead(e->id))
+			continue;   /* culled already: its row goes with the next batch */
+		struct cache_object *o = cache_find_resident(e->fh, e->fh_len);
+		if (!o) {
+			if (resident_lookup_pending(e->fh, e->fh_len))
+				continue;   /* on its way into memory: in use */
+			/* only in the index: as recorded there (ranges rounded
+			 * to pages as closely as the count allows) */
+			uint64_t disk = e->nranges ? PAGE_ROUND(e->bytes) +
+						     (uint64_t)(e->nranges - 1) * 4096 : 0;
+			freed_disk += disk;
+			freed_valid += e->bytes;
+			freed_files++;
+			cull_state.run_objects++;
+			cull_state.run_bytes += e->bytes;
+			stats.cache_culled_objects++;
+			stats.cache_culled_bytes += e->bytes;
+			stats.cache_objects--;
+			stats.cache_bytes -= e->bytes;
+			if (cull_state.kick_left)
+				cull_state.kick_left = cull_state.kick_left > disk ?
+						       cull_state.kick_left - disk : 0;
+			ARRAY_PUSH(&b->ids, e->id);
+			batch_delete(e->id);
+			continue;
+		}
+		if (o->id != e->id || !object_cullable(o))
 			continue;   /* gone already, or in use: passed over this time */
 		if (o->access_recorded_s != e->last_access_s)
 			continue;   /* used since: its place in the order is on its way */

@@ -1,16 +1,24 @@
 /*
  * index.h — the sqlite index of the cache (WAL journal, prepared statements):
  * one row per cache object with its key (volume, file handle), coherency
- * data, last access and write-back state (the writer's credential, whether
- * writes may be unrecorded), one row per valid byte range, and one row per
- * dirty byte range (written locally, not yet committed upstream).  The loop thread
- * keeps the authoritative state in memory and hands the index batches of
+ * data, last access, valid bytes and write-back state (the writer's
+ * credential, whether writes may be unrecorded), one row per valid byte
+ * range, one row per dirty byte range (written locally, not yet committed
+ * upstream), and per volume the object count and byte total (kept by
+ * triggers, exact without a scan).  It is the table of all objects; the loop
+ * thread keeps the objects in use in memory and hands the index batches of
  * records to write in one transaction on a worker thread (never one
- * transaction per READ); at start-up the loop thread loads everything back.
+ * transaction per READ).  At start-up only the objects with dirty ranges or
+ * open for writing are loaded; the others are found on demand by a point
+ * lookup on a reader, a second, read-only connection of its own thread.
  *
- * Only one thread uses a cache_index at a time: the loop thread for
- * index_open/index_load/index_close, one worker job at a time for
- * index_write/index_checkpoint.
+ * Threads: only one thread uses a cache_index at a time: the loop thread for
+ * index_open/index_totals/index_load/index_load_pending/index_mark_clean/
+ * index_close, then one worker job at a time for index_write/
+ * index_checkpoint/index_lru/index_scan/index_drop_ranges.  A
+ * cache_index_reader is used by one thread at a time, concurrently with the
+ * cache_index (sqlite's multi-thread mode, WAL: the reader never waits for a
+ * write in progress and sees every commit made before its call).
  */
 #ifndef NFSCACHED_INDEX_H
 #define NFSCACHED_INDEX_H
@@ -56,14 +64,39 @@ struct cache_index;
  * Open DIR/index.sqlite, creating it (and its schema) when missing.  A file
  * that is not a usable index (corrupt, wrong schema version, unreadable) is
  * removed and a fresh one created: *was_reset is set to 1 then (else 0) and
- * the caller must drop every backing file.  Returns NULL, after logging,
- * only when not even a fresh index can be created (DIR not writable).
+ * the caller must drop every backing file.  An index of schema version 2 is
+ * upgraded in place (its objects and ranges kept, *was_reset 0).  Returns
+ * NULL, after logging, only when not even a fresh index can be created (DIR
+ * not writable).
+ *
+ * Cost independent of the number of objects when the previous stop was
+ * clean (index_mark_clean); otherwise PRAGMA quick_check reads the whole
+ * file first (and before an upgrade).  Logs at info which it was.  The
+ * clean stop mark is cleared, synced, before returning: a crash from here on
+ * is an unclean stop.  Loop thread, blocks on the disk.
  */
 struct cache_index *index_open(const char *dir, int *was_reset);
 
 /* Close; index_close(NULL) is a no-op. */
 void index_close(struct cache_index *ix);
 
+/*
+ * Record a clean stop: the next index_open trusts the file without a
+ * quick_check.  Call after the last index_write, right before index_close,
+ * with nothing left to write (loop thread, synced to disk).  0, or -EIO
+ * after logging (the next open then checks).
+ */
+int index_mark_clean(struct cache_index *ix);
+
+/*
+ * How many objects of `volume` are stored and the sum of their valid bytes
+ * (the lengths of their ranges), into *objects and *bytes; zeros when the
+ * volume has none.  O(1): one row kept exact by triggers on every write.
+ * Exact while a volume holds fewer than 2^63 bytes.  Loop thread (at
+ * open).  Returns 0, or -EIO after logging.
+ */
+int index_totals(struct cache_index *ix, const char *volume, uint64_t *objects,
+		 uint64_t *bytes);
 /*
  * Call fn(rec, ctx) for every stored object, in ascending unsigned id order,
  * with its ranges and dirty ranges (rec and the memory it points to are
@@ -76,13 +109,26 @@ void index_close(struct cache_index *ix);
 int index_load(struct cache_index *ix, int (*fn)(const struct index_record *rec, void *ctx),
 	       void *ctx);
 
+/*
+ * What must be in memory from the start: call fn(rec, ctx) for every stored
+ * object of `volume` that has dirty ranges or wopen = 1, in ascending
+ * unsigned id order, with its ranges and dirty ranges; records, range order,
+ * gid handling and the return of fn exactly as index_load.  Cost
+ * proportional to those objects (the dirty_ranges rows and the objects_wopen
+ * partial index), not to the index size.  Loop thread at start-up.
+ * Returns 0, fn's nonzero return, or -EIO after logging.
+ */
+int index_load_pending(struct cache_index *ix, const char *volume,
+		       int (*fn)(const struct index_record *rec, void *ctx), void *ctx);
+
 /* Highest id stored (0 when empty): new objects take ids above it. */
 uint64_t index_max_id(struct cache_index *ix);
 
 /*
  * Write `n` records in one transaction: each replaces the stored object of
  * the same id with all its ranges and dirty ranges, or removes them
- * (deleted).  Blocks on the disk: call from a worker thread.  Returns 0, or
+ * (deleted).  The object's valid bytes (index_totals, index_lru) are
+ * computed here from rec->ranges.  Blocks on the disk: call from a worker thread.  Returns 0, or
  * -EIO after logging (the transaction is rolled back; nothing of it is
  * stored).
  *
@@ -108,6 +154,8 @@ struct index_lru_entry {
 	int64_t last_access_s;         /* as stored: at most a minute behind the object's */
 	uint8_t fh[NFS3_FHSIZE_MAX];
 	uint32_t fh_len;               /* bytes, 1..NFS3_FHSIZE_MAX */
+	uint64_t bytes;                /* valid bytes: the sum of the lengths of its ranges */
+	uint32_t nranges;              /* its number of valid ranges */
 };
 
 /*
@@ -121,16 +169,57 @@ int index_lru(struct cache_index *ix, const char *volume, struct index_cursor *c
 	      struct index_lru_entry *out, size_t max);
 
 /*
- * Call fn(id, volume, has_ranges, ctx) for every stored object of every
- * volume, in no particular order; has_ranges is 1 when it has valid or
- * dirty ranges (so its backing file must exist).  A nonzero return from fn
- * stops the scan and is returned.  Worker thread (start-up reconciliation).
- * Returns 0, or -EIO after logging.
+ * Call fn(id, volume, has_ranges, bytes, ctx) for every stored object of
+ * every volume, in no particular order; has_ranges is 1 when it has valid or
+ * dirty ranges (so its backing file must exist); bytes is its valid bytes.
+ * A nonzero return from fn stops the scan and is returned.  Worker thread
+ * (start-up reconciliation).  Returns 0, or -EIO after logging.
  */
 int index_scan(struct cache_index *ix,
-	       int (*fn)(uint64_t id, const char *volume, int has_ranges, void *ctx), void *ctx);
+	       int (*fn)(uint64_t id, const char *volume, int has_ranges, uint64_t bytes,
+			 void *ctx), void *ctx);
 
-/* Checkpoint the WAL into the database file (worker thread).  0 or -EIO. */
+/*
+ * Drop every valid range of every object of `volume` and set their valid
+ * bytes to 0 (the totals follow), in one transaction; dirty ranges and the
+ * objects themselves are kept.  Worker thread (the one running
+ * index_write).  Returns 0, or -EIO after logging (rolled back: nothing
+ * dropped).
+ */
+int index_drop_ranges(struct cache_index *ix, const char *volume);
+
+/*
+ * Checkpoint the WAL into the database file (worker thread).  Waits a
+ * moment for lookups in progress on a reader; one that stays leaves the
+ * checkpoint partial, which is not an error.  0 or -EIO.
+ */
 int index_checkpoint(struct cache_index *ix);
+
+/*
+ * Point lookups on a second, read-only connection to DIR/index.sqlite.
+ * Open it after index_open (the file must exist and be checked; the reader
+ * runs no check of its own) and close it before index_close.  Returns NULL,
+ * after logging, when the file cannot be opened or sqlite is built without
+ * thread support (sqlite3_threadsafe() == 0).
+ */
+struct cache_index_reader;
+struct cache_index_reader *index_reader_open(const char *dir);
+
+/* Close; index_reader_close(NULL) is a no-op. */
+void index_reader_close(struct cache_index_reader *r);
+
+/*
+ * Find the object of `volume` with file handle fh (fh_len bytes,
+ * 1..NFS3_FHSIZE_MAX) by the UNIQUE (volume, fh) index, and its ranges and
+ * dirty ranges by their primary keys, in one short read transaction: it sees
+ * everything index_write committed before the call, and holds no snapshot
+ * after it.  Fills *rec as index_load does; rec->volume, rec->ranges and
+ * rec->dirty point into the reader's own memory, valid until the next
+ * index_lookup or index_reader_close on it.  Blocks on the disk: the
+ * reader's own thread.  Returns 1 (found), 0 (no such object), or -EIO
+ * after logging.
+ */
+int index_lookup(struct cache_index_reader *r, const char *volume, const uint8_t *fh,
+		 uint32_t fh_len, struct index_record *rec);
 
 #endif

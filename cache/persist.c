@@ -42,6 +42,7 @@ void persist_mark(struct cache_object *o)
 void batch_delete(uint64_t id)
 {
 	ARRAY_PUSH(&cache_state.deletes, id);
+	resident_dead_add(id);   /* until the batch deleting its rows committed */
 }
 
 void batch_sync_id(uint64_t id)
@@ -68,6 +69,8 @@ struct batch_job {
 	size_t nsync;
 	uint64_t *ranges;     /* storage behind every recs[i].ranges */
 	struct cache_object **objs;   /* recs[i] describes objs[i] */
+	uint64_t inval_seq;   /* drop every range of the volume first (invalidate
+			       * --all up to this request); 0 = no */
 	int rc;               /* index_write's */
 };
 
@@ -89,6 +92,8 @@ static void batch_work(void *arg)
 			job->rc = -errno;
 		close(fd);
 	}
+	if (job->rc == 0 && job->inval_seq)
+		job->rc = index_drop_ranges(cache_state.index, cache_state.volume);
 	if (job->rc == 0)
 		job->rc = index_write(cache_state.index, job->recs, job->n);
 }
@@ -150,8 +155,10 @@ static void batch_done(void *arg)
 	for (size_t i = 0; i < job->n; i++) {
 		struct cache_object *o = job->objs[i];
 		if (job->recs[i].deleted) {
-			if (job->rc != 0)
-				batch_delete(job->recs[i].id);   /* tried again */
+			if (job->rc != 0)   /* tried again (still dead meanwhile) */
+				ARRAY_PUSH(&cache_state.deletes, job->recs[i].id);
+			else
+				resident_dead_committed(job->recs[i].id);
 			continue;
 		}
 		if (job->rc != 0) {
@@ -175,6 +182,11 @@ static void batch_done(void *arg)
 	}
 	uint64_t seq = job->seq;
 	int rc = job->rc;
+	if (rc == 0) {
+		cache_state.batch_done_seq = seq;
+		if (job->inval_seq)
+			cache_state.inval_done = job->inval_seq;
+	}
 	free(job->recs);
 	free(job->sync_ids);
 	free(job->ranges);
@@ -191,7 +203,8 @@ void batch_start(void)
 	struct list_node *pos, *tmp;
 	size_t n = 0, nranges = 0;
 
-	if (list_empty(&cache_state.persist_queue) && cache_state.deletes.n == 0)
+	if (list_empty(&cache_state.persist_queue) && cache_state.deletes.n == 0 &&
+	    cache_state.inval_done == cache_state.inval_seq)
 		return;
 	if (index_lease_holder() == INDEX_HELD_CULL) {
 		cache_state.batch_again = true;   /* right after the culling job */
@@ -207,6 +220,8 @@ void batch_start(void)
 	}
 	struct batch_job *job = xcalloc(1, sizeof(*job));
 	job->seq = ++cache_state.batch_seq;
+	if (cache_state.inval_done != cache_state.inval_seq)
+		job->inval_seq = cache_state.inval_seq;
 	job->recs = xcalloc(n, sizeof(*job->recs));
 	job->objs = xcalloc(n, sizeof(*job->objs));
 	job->sync_ids = xcalloc(n + cache_state.sync_ids.n + 1, sizeof(*job->sync_ids));
@@ -228,6 +243,7 @@ void batch_start(void)
 	list_for_each_safe(pos, tmp, &cache_state.persist_queue) {
 		struct cache_object *o = list_entry(pos, struct cache_object, persist_link);
 		job->objs[job->n] = o;
+		o->persist_seq = job->seq;
 		struct index_record *r = &job->recs[job->n++];
 		r->id = o->id;
 		r->volume = cache_state.volume;
@@ -276,12 +292,16 @@ static void batch_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 }
 
 
-static int load_one(const struct index_record *r, void *ctx)
+struct cache_object *object_from_record(const struct index_record *r)
 {
-	(void)ctx;
-	if (strcmp(r->volume, cache_state.volume) != 0 || r->fh_len == 0 || r->fh_len > NFS3_FHSIZE_MAX)
-		return 0;   /* another upstream's objects stay for their own daemon */
+	if ((r->volume && strcmp(r->volume, cache_state.volume) != 0) || r->fh_len == 0 ||
+	    r->fh_len > NFS3_FHSIZE_MAX)
+		return NULL;   /* another upstream's objects stay for their own daemon */
 	struct cache_object *o = object_new(r->id, r->fh, r->fh_len);
+	changed(o);   /* replies to calls sent before it came into memory are stale */
+	uint64_t recorded = 0;   /* bytes of its ranges, in cache.bytes already */
+	for (size_t i = 0; i < r->nranges; i++)
+		recorded += r->ranges[2 * i + 1] - r->ranges[2 * i];
 	if (r->mtime_ns != -1) {
 		o->coh.known = 1;
 		o->coh.size = r->size;
@@ -296,8 +316,11 @@ static int load_one(const struct index_record *r, void *ctx)
 	if (r->wopen) {
 		/* written to when the daemon stopped without a last batch: writes
 		 * not recorded may lie over recorded ranges; only the recorded
-		 * dirty bytes are kept (CacheFiles' "in use" mark) */
+		 * dirty bytes are kept (CacheFiles' "in use" mark).  (Objects
+		 * leave memory with the mark cleared, so a lookup finds it only
+		 * when a crash left it.)  The index learns it. */
 		extent_set_clear(&o->valid);
+		persist_mark(o);
 	}
 	for (size_t i = 0; i < r->ndirty; i++) {
 		extent_set_add(&o->valid, r->dirty[2 * i], r->dirty[2 * i + 1]);
@@ -330,14 +353,31 @@ static int load_one(const struct index_record *r, void *ctx)
 			unwritten_recovered(o);
 	}
 	o->recorded_ranges = r->nranges;
-	stats.cache_bytes += o->valid.bytes;
+	stats.cache_bytes += o->valid.bytes - recorded;
+	return o;
+}
+
+static int load_one(const struct index_record *r, void *ctx)
+{
+	(void)ctx;
+	object_from_record(r);
 	return 0;
 }
 
-/* Load the index into the object table (cache_init).  0, or index_load's -EIO. */
+/* cache_init: the totals of the volume from the index, and the objects that
+ * must be in memory from the start: those with dirty data to write back or
+ * a "written to" mark left by a crash.  Never a walk of every object.
+ * 0, or -EIO (then what was read is used). */
 int persist_load(void)
 {
-	return index_load(cache_state.index, load_one, NULL);
+	uint64_t objects = 0, bytes = 0;
+	int rc = index_totals(cache_state.index, cache_state.volume, &objects, &bytes);
+
+	stats.cache_objects = objects;
+	stats.cache_bytes = bytes;
+	if (rc != 0)
+		return rc;
+	return index_load_pending(cache_state.index, cache_state.volume, load_one, NULL);
 }
 
 /* The batch every BATCH_INTERVAL_S. */

@@ -21,10 +21,12 @@
 #include "cache/worker.h"
 #include "common/array.h"
 #include "common/log.h"
+#include "common/stats.h"
 #include "common/xalloc.h"
 
 struct row {
 	uint64_t id;
+	uint64_t bytes;    /* its valid bytes */
 	int ours;          /* this volume's */
 	int has_ranges;
 	int seen;          /* its backing file exists */
@@ -34,15 +36,15 @@ struct reconcile_job {
 	ARRAY(struct row) rows;         /* every index row, sorted by id */
 	uint64_t max_id;
 	size_t purged, orphan_files, other_files;
-	ARRAY(uint64_t) orphan_rows;    /* ours, with ranges, without a file */
+	ARRAY(struct row) orphan_rows;  /* ours, with ranges, without a file */
 	ARRAY(uint64_t) late;           /* files of ids above max_id: new objects' or orphans */
 	int rc;
 };
 
-static int scan_row(uint64_t id, const char *volume, int has_ranges, void *ctx)
+static int scan_row(uint64_t id, const char *volume, int has_ranges, uint64_t bytes, void *ctx)
 {
 	struct reconcile_job *j = ctx;
-	struct row r = { id, strcmp(volume, cache_state.volume) == 0, has_ranges, 0 };
+	struct row r = { id, bytes, strcmp(volume, cache_state.volume) == 0, has_ranges, 0 };
 
 	ARRAY_PUSH(&j->rows, r);
 	return 0;
@@ -95,7 +97,7 @@ static void reconcile_work(void *arg)
 	for (size_t i = 0; i < j->rows.n; i++) {
 		struct row *r = &j->rows.v[i];
 		if (r->ours && r->has_ranges && !r->seen && r->id <= j->max_id)
-			ARRAY_PUSH(&j->orphan_rows, r->id);
+			ARRAY_PUSH(&j->orphan_rows, *r);
 	}
 }
 
@@ -107,7 +109,7 @@ static int u64_cmp(const void *a, const void *b)
 }
 
 struct orphan_ctx {
-	const uint64_t *ids;
+	const struct row *rows;        /* sorted by id */
 	size_t n;
 	ARRAY(struct cache_object *) found;
 };
@@ -160,7 +162,9 @@ static void find_orphan(struct cache_object *o, void *arg)
 {
 	struct orphan_ctx *oc = arg;
 
-	if (bsearch(&o->id, oc->ids, oc->n, sizeof(*oc->ids), u64_cmp))
+	struct row key = { .id = o->id };
+
+	if (bsearch(&key, oc->rows, oc->n, sizeof(*oc->rows), row_cmp))
 		ARRAY_PUSH(&oc->found, o);
 }
 
@@ -173,6 +177,24 @@ static void reconcile_done(void *arg)
 	if (j->orphan_rows.n) {
 		struct orphan_ctx oc = { j->orphan_rows.v, j->orphan_rows.n, { 0 } };
 		cache_foreach(find_orphan, &oc);
+		/* first those not in memory: their rows go (a lookup finding them
+		 * meanwhile answers absent) */
+		ARRAY(uint64_t) in_memory = { 0 };
+		for (size_t k = 0; k < oc.found.n; k++)
+			ARRAY_PUSH(&in_memory, oc.found.v[k]->id);
+		if (in_memory.n)
+			qsort(in_memory.v, in_memory.n, sizeof(*in_memory.v), u64_cmp);
+		for (size_t i = 0; i < j->orphan_rows.n; i++) {
+			const struct row *r = &j->orphan_rows.v[i];
+			if (in_memory.n && bsearch(&r->id, in_memory.v, in_memory.n,
+						   sizeof(*in_memory.v), u64_cmp))
+				continue;
+			batch_delete(r->id);
+			stats.cache_objects--;
+			stats.cache_bytes -= r->bytes;
+			removed++;
+		}
+		ARRAY_FREE(&in_memory);
 		for (size_t i = 0; i < oc.found.n; i++) {
 			struct cache_object *o = oc.found.v[i];
 			if (o->fd >= 0 || o->checked)
@@ -194,6 +216,7 @@ static void reconcile_done(void *arg)
 	index_lease_release();
 	batch_start();
 	size_t late = bury_late(j);
+	cache_state.reconciled = true;   /* objects of new ids may leave memory now */
 	if (j->rc == 0)
 		log_info("cache: reconciled with %s: %zu orphan backing files and %zu index rows "
 			 "without a file removed, %zu graveyard entries deleted%s",

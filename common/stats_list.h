@@ -21,7 +21,8 @@
 	X(conn_idle_closed, "conn.idle_closed", "connections closed after 6 minutes without a call") \
 	X(rpc_oversized, "rpc.oversized", "connections closed for a record above server.max_record") \
 	X(rpc_auth_tooweak, "rpc.auth_tooweak", "AUTH_NONE calls answered AUTH_TOOWEAK (server.auth_none = refuse)") \
-	X(conn_partial_closed, "conn.partial_closed", "connections closed holding the oldest partly received record while all together held more than server.partial_max")
+	X(conn_partial_closed, "conn.partial_closed", "connections closed holding the oldest partly received record while all together held more than server.partial_max") \
+	X(cache_index_lookups, "cache.index.lookups", "objects not in memory found in the index on demand (made resident)")
 
 /* The READ counters, also kept per export (`stats exports`). */
 #define STATS_EXPORT_COUNTERS(X) \
@@ -65,7 +66,8 @@
 	X(conn_open, "conn.open", "client connections open now") \
 	X(conn_partial_bytes, "conn.partial_bytes", "bytes received of records not yet complete, all connections (server.partial_max bounds it)") \
 	X(calls_in_flight, "calls.in_flight", "client calls being processed now") \
-	X(cache_objects, "cache.objects", "cache objects held") \
+	X(cache_objects, "cache.objects", "cache objects held (in the index, in memory or not)") \
+	X(cache_objects_resident, "cache.objects.resident", "cache objects in memory (cache.resident_max bounds those not in use)") \
 	X(cache_bytes, "cache.bytes", "valid bytes held in backing files") \
 	X(cache_dirty_bytes, "cache.dirty.bytes", "bytes written locally and not yet committed upstream") \
 	X(cache_unwritten_bytes, "cache.unwritten.bytes", "bytes a COMMIT answered locally (cache.commit = local) made stable that are not yet committed upstream") \

@@ -440,5 +440,5 @@ void call_dispatch(struct nfsd_conn *conn, uint8_t *record, size_t len)
 	squash(&call->cred);
 	log_debug("call %s xid 0x%08x from %s uid %u", call->desc->name, call->hdr.xid,
 		  conn->peer_str, call->cred.uid);
-	nfsd_proc_of(call->desc)->handler(call);
+	nfsd_call_run(call);
 }

@@ -52,6 +52,8 @@ struct ctl_job {
 	uint32_t fh_len;
 	struct rpc_cred cred;         /* root: the command needs root or the group */
 	struct writeback_waiter ww;
+	struct cache_waiter resolve;  /* CTL_JOB_INVALIDATE: the object's way into memory */
+	int resolved;
 };
 
 static void ctl_job_free(struct ctl_job *j)
@@ -268,8 +270,14 @@ static void ctl_job_flushed(struct writeback_waiter *w, int status)
 			       j->path, status);
 }
 
+static void ctl_job_resolved(struct cache_waiter *w);
+
 static void ctl_job_found(struct ctl_job *j)
 {
+	/* the object may be in the index only: brought into memory first */
+	j->resolve.wake = ctl_job_resolved;
+	if (!j->resolved && cache_resolve(j->fh, j->fh_len, &j->resolve) == 0)
+		return;   /* ctl_job_resolved() */
 	struct cache_object *o = cache_find(j->fh, j->fh_len);
 
 	if (!o) {
@@ -280,6 +288,14 @@ static void ctl_job_found(struct ctl_job *j)
 	j->ww.done = ctl_job_flushed;
 	if (writeback_flush(o, &j->ww) != 0)
 		ctl_job_invalidate_now(j);
+}
+
+static void ctl_job_resolved(struct cache_waiter *w)
+{
+	struct ctl_job *j = container_of(w, struct ctl_job, resolve);
+
+	j->resolved = 1;
+	ctl_job_found(j);
 }
 
 static void ctl_job_lookup_done(void *priv, enum upstream_status st, void *res)
@@ -440,6 +456,7 @@ static void ctl_invalidate_all_done(void *arg, int status)
 		return;
 	}
 	cache_foreach(ctl_invalidate_one, &n);
+	n += cache_invalidate_stored();
 	meta_clear();
 	log_info("ctl: invalidate --all: %zu objects dropped their data; the namespace cache emptied", n);
 	ctl_job_answer(j, 1, "objects %zu\n", n);

@@ -25,6 +25,14 @@ struct nfsd_proc {
  * NULL. */
 const struct nfsd_proc *nfsd_proc_of(const struct proc_desc *desc);
 
+/*
+ * Run the call's handler: at once, or, for a call whose handler needs the
+ * cache object of its file (READ, WRITE, COMMIT, SETATTR) when that object
+ * is only in the index, once a lookup made it resident (cache_resolve()).
+ * Takes over the call as a handler does.
+ */
+void nfsd_call_run(struct nfsd_call *call);
+
 /* Forward unchanged; the upstream's result goes back unchanged. */
 void nfsd_proc_forward(struct nfsd_call *call);
 

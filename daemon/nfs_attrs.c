@@ -55,8 +55,11 @@ void nfsd_attrs_snoop(struct nfsd_call *call, void *res)
 		/* a new regular file: its WRITEs can be taken locally at once */
 		if (nfsd.cache_on && !nfsd_cache_object(fh) && ok->obj_attributes.attributes_follow &&
 		    ok->obj_attributes.post_op_attr_u.attributes.type == NF3REG &&
-		    ok->obj_attributes.post_op_attr_u.attributes.size == 0 && nfsd_fh_cacheable(fh))
-			cache_get((const uint8_t *)fh->data.data_val, fh->data.data_len);
+		    ok->obj_attributes.post_op_attr_u.attributes.size == 0 && nfsd_fh_cacheable(fh) &&
+		    !cache_get((const uint8_t *)fh->data.data_val, fh->data.data_len))
+			/* the index may hold it (an UNCHECKED create of a cached
+			 * file): looked up now, for its first WRITE */
+			cache_resolve((const uint8_t *)fh->data.data_val, fh->data.data_len, NULL);
 		nfsd_post_op_snoop(call, fh, &ok->obj_attributes);
 		break;
 	}

@@ -98,6 +98,48 @@ void nfsd_forward_with(struct nfsd_call *call, nfsd_fixup_fn fixup)
 
 /* ---- cache objects ------------------------------------------------------ */
 
+/* The file whose cache object the call's handler needs: READ, WRITE and
+ * COMMIT answer from or into its data, SETATTR of the size cuts it. */
+static const nfs_fh3 *call_object_fh(const struct nfsd_call *call)
+{
+	if (call->desc->prog != NFS3_PROGRAM || !call->args)
+		return NULL;
+	switch (call->desc->proc) {
+	case NFS3PROC_READ:
+		return &((READ3args *)call->args)->file;
+	case NFS3PROC_WRITE:
+		return &((WRITE3args *)call->args)->file;
+	case NFS3PROC_COMMIT:
+		return &((COMMIT3args *)call->args)->file;
+	case NFS3PROC_SETATTR:
+		return &((SETATTR3args *)call->args)->object;
+	default:
+		return NULL;
+	}
+}
+
+static void call_resolved(struct cache_waiter *w)
+{
+	struct nfsd_call_state *hs = container_of(w, struct nfsd_call_state, resolve);
+
+	nfsd_proc_of(hs->call->desc)->handler(hs->call);
+}
+
+void nfsd_call_run(struct nfsd_call *call)
+{
+	const nfs_fh3 *fh = call_object_fh(call);
+
+	if (fh && nfsd.cache_on && nfsd_fh_cacheable(fh)) {
+		struct nfsd_call_state *hs = nfsd_call_state(call);
+		hs->call = call;
+		hs->resolve.wake = call_resolved;
+		if (cache_resolve((const uint8_t *)fh->data.data_val, fh->data.data_len,
+				  &hs->resolve) == 0)
+			return;   /* call_resolved() */
+	}
+	nfsd_proc_of(call->desc)->handler(call);
+}
+
 bool nfsd_fh_cacheable(const nfs_fh3 *fh)
 {
 	return fh->data.data_len >= 1 && fh->data.data_len <= NFS3_FHSIZE_MAX;

@@ -45,6 +45,8 @@ struct nfsd_call_state {
 	uint64_t mseq;                  /* meta_seq() when the call was forwarded */
 	enum upstream_status upstream_st;   /* how the forwarded call ended (once it did) */
 	struct nfsd_meta_op *meta;      /* nfs_meta.c's, NULL = none; released with the state */
+	struct cache_waiter resolve;    /* nfsd_call_run(): waiting for the object to be resident */
+	struct nfsd_call *call;         /* nfsd_call_run(): the call, while it waits */
 };
 
 /* The call's handler state, created (zeroed) on first use.  Never NULL. */

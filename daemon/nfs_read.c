@@ -854,9 +854,11 @@ static void first_read_fixup(struct nfsd_call *call, void *res)
 					   a->file.data.data_len);
 	uint32_t n = ok->count <= ok->data.data_len ? ok->count : ok->data.data_len;
 	uint64_t seq = nfsd_call_state(call)->seq;
-	cache_attrs_update(o, &ok->file_attributes.post_op_attr_u.attributes, seq);
 	stats.cache_read_bytes_upstream += n;
 	xs->cache_read_bytes_upstream += n;
+	if (!o)
+		return;   /* not resolved: the index may hold it (nfsd_call_run) */
+	cache_attrs_update(o, &ok->file_attributes.post_op_attr_u.attributes, seq);
 	cache_store(o, a->offset, ok->data.data_val, n, seq);
 	cache_access_record(o, &call->cred, ACCESS3_READ, ACCESS3_READ);
 	stream_note(o, a->offset, a->offset + a->count);

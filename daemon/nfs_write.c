@@ -134,6 +134,8 @@ static void write_fixup(struct nfsd_call *call, void *res)
 	if (!post->attributes_follow || post->post_op_attr_u.attributes.type != NF3REG)
 		return;
 	struct cache_object *o = cache_get((const uint8_t *)a->file.data.data_val, a->file.data.data_len);
+	if (!o)
+		return;   /* not resolved: the index may hold it (nfsd_call_run) */
 	uint32_t written = r->WRITE3res_u.resok.count;
 	if (written > a->data.data_len)
 		written = a->data.data_len;
@@ -239,11 +241,14 @@ static void write_first_access_done(void *priv, enum upstream_status st, void *r
 		if (pa->attributes_follow && pa->post_op_attr_u.attributes.type == NF3REG) {
 			struct cache_object *o = cache_get((const uint8_t *)a->file.data.data_val,
 							   a->file.data.data_len);
-			nfsd_access_snoop(o, &op->call->cred, &op->args.access, r);
-			op->o = o;
-			cache_pin(o);
-			write_try(op);
-			return;
+			if (o) {
+				nfsd_access_snoop(o, &op->call->cred, &op->args.access, r);
+				op->o = o;
+				cache_pin(o);
+				write_try(op);
+				return;
+			}
+			/* no longer known to be absent from the index: the upstream's */
 		}
 	}
 	if (st == UPSTREAM_TIMEOUT)

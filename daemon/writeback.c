@@ -157,12 +157,23 @@ uint32_t writeback_error(const struct cache_object *o)
 	return o->wb ? o->wb->error : 0;
 }
 
+/* An error not reported yet keeps `o` in memory (pinned) until a COMMIT
+ * hears of it: an object leaving memory would take it along. */
+static void error_set(struct cache_object *o, struct writeback_state *s, uint32_t status)
+{
+	if (!s->error && status)
+		cache_pin(o);
+	else if (s->error && !status)
+		cache_unpin(o);
+	s->error = status;
+}
+
 uint32_t writeback_take_error(struct cache_object *o)
 {
 	uint32_t err = writeback_error(o);
 
 	if (o->wb)
-		o->wb->error = 0;
+		error_set(o, o->wb, 0);
 	return err;
 }
 
@@ -171,7 +182,7 @@ void writeback_removed(struct cache_object *o)
 	struct writeback_state *s = state_of(o);
 
 	s->removed = true;
-	s->error = 0;
+	error_set(o, s, 0);
 }
 
 /*
@@ -357,7 +368,7 @@ static void pass_finish(struct wb_pass *p, int status)
 		cache_commit_settle(o, CACHE_RESEND);
 		stats.cache_writeback_errors++;
 		if (cfg()->cache.commit != COMMIT_LOCAL)
-			s->error = (uint32_t)status;   /* a COMMIT waiting for them hears of it */
+			error_set(o, s, (uint32_t)status);   /* a COMMIT waiting for them hears of it */
 		if (status == NFS3ERR_ACCES || status == NFS3ERR_PERM)
 			cache_access_forget(o);   /* asked again before a write is taken */
 		s->backoff_s = s->backoff_s == 0 ? WB_RETRY_MIN_S : s->backoff_s * 2;
@@ -372,7 +383,7 @@ static void pass_finish(struct wb_pass *p, int status)
 		cache_commit_settle(o, CACHE_FAILED);
 		if (!s->removed) {
 			stats.cache_writeback_errors++;
-			s->error = (uint32_t)status;
+			error_set(o, s, (uint32_t)status);
 			if (status == NFS3ERR_ACCES || status == NFS3ERR_PERM)
 				cache_access_forget(o);   /* asked again before a write is taken */
 			new_write_verifier();

@@ -129,10 +129,12 @@ static double wait_batch(void)
 
 static int wait_woken(const struct test_waiter *t)
 {
-	for (double waited = 0; !t->woken; waited += 0.05) {
-		if (waited > WAIT_MAX_S)
+	double start = ev_time();
+
+	while (!t->woken) {
+		if (ev_time() - start > WAIT_MAX_S)
 			return 0;
-		run_for(0.05);
+		ev_run(lp, EVRUN_ONCE);   /* a worker's completion, at the latest the batch timer */
 	}
 	return 1;
 }
@@ -173,8 +175,17 @@ static fattr3 upstream_attrs(uint64_t size, uint32_t mtime_s, uint64_t fileid)
 	return test_fattr3(size, mtime_s, 500, 1, fileid);
 }
 
+static int wait_woken(const struct test_waiter *t);
+
+/* The object of `name`, made resident first when the index holds it. */
 static struct cache_object *find(const char *name)
 {
+	struct test_waiter w;
+
+	waiter_init(&w);
+	if (cache_resolve((const uint8_t *)name, (uint32_t)strlen(name), &w.w) == 0 &&
+	    !wait_woken(&w))
+		return NULL;
 	return cache_find((const uint8_t *)name, (uint32_t)strlen(name));
 }
 
@@ -1342,6 +1353,84 @@ static void test_closed_while_queued(void)
 	teardown();
 }
 
+/* ---- 20. objects in memory on demand ------------------------------- */
+
+#define RES_OBJECTS 60
+#define RES_MAX 10
+
+static void test_resident(void)
+{
+	char name[32];
+	struct test_waiter w;
+
+	setup();
+	diag("20. %d objects with cache.resident_max %d: the others found in the index on demand",
+	     RES_OBJECTS, RES_MAX);
+	cfg.resident_max = RES_MAX;
+	for (int i = 0; i < RES_OBJECTS; i++) {
+		snprintf(name, sizeof(name), "case20-%d", i);
+		struct cache_object *o = object(name, 100, 2000 + (uint64_t)i);
+		fetched(o, 0, 100, 'a' + i % 26, cache_seq());
+	}
+	struct cache_object *d = find("case20-0");
+	written(d, 0, 10, 'Z');   /* dirty: stays in memory */
+	ok(wait_batch() >= 0, "a batch recorded them");
+	ok(wait_batch() >= 0, "and the next one (the \"written to\" mark cleared)");
+	run_for(0.1);
+	is_int(stats.cache_objects, RES_OBJECTS, "cache.objects counts every object");
+	is_int(stats.cache_bytes, RES_OBJECTS * 100, "cache.bytes counts every object's bytes");
+	ok(cache_state.count <= RES_MAX, "%zu objects resident, at most %d", cache_state.count,
+	   RES_MAX);
+	is_int(stats.cache_objects_resident, cache_state.count, "cache.objects.resident");
+	ok(cache_find_resident((const uint8_t *)"case20-0", 8) == d, "the dirty object stayed");
+	ok(!cache_find_resident((const uint8_t *)"case20-1", 8), "the least recently used left");
+	ok(!cache_get((const uint8_t *)"case20-1", 8),
+	   "cache_get() of a handle not resolved: NULL, no second object");
+
+	waiter_init(&w);
+	is_int(cache_resolve((const uint8_t *)"case20-1", 8, &w.w), 0, "a lookup is on its way");
+	is_int(w.woken, 0, "not woken from inside the call");
+	ok(wait_woken(&w), "woken once the lookup answered");
+	struct cache_object *o = cache_find((const uint8_t *)"case20-1", 8);
+	ok(o != NULL, "the object is resident again");
+	is_int(stats.cache_index_lookups, 1, "cache.index.lookups 1");
+	is_int(o ? holds(o, 0, 100, 'a' + 1) : -1, 0, "its bytes read back");
+	ok(o && !cache_attrs_fresh(o), "its attributes are revalidated before use");
+	waiter_init(&w);
+	is_int(cache_resolve((const uint8_t *)"case20-1", 8, &w.w), -EALREADY,
+	       "resident: nothing to wait for");
+
+	waiter_init(&w);
+	is_int(cache_resolve((const uint8_t *)"case20-new", 10, &w.w), 0, "a new handle is looked up");
+	ok(wait_woken(&w), "answered");
+	is_int(stats.cache_index_lookups, 1, "not found: not counted");
+	ok(cache_get((const uint8_t *)"case20-new", 10) != NULL, "known absent: cache_get creates it");
+	is_int(stats.cache_objects, RES_OBJECTS + 1, "cache.objects + 1");
+	cache_finalise();
+
+	is_int(cache_open_here(), 0, "cache_init again");
+	is_int(cache_state.count, 1, "only the dirty object is loaded at start");
+	is_int(stats.cache_objects, RES_OBJECTS + 1, "cache.objects from the index's totals");
+	is_int(stats.cache_bytes, RES_OBJECTS * 100, "cache.bytes from the index's totals");
+	int right = 0;
+	for (int i = 1; i < RES_OBJECTS; i++) {
+		snprintf(name, sizeof(name), "case20-%d", i);
+		o = find(name);
+		right += o && holds(o, 0, 100, 'a' + i % 26) == 0;
+		run_for(0.001);   /* eviction runs between loop callbacks */
+	}
+	is_int(right, RES_OBJECTS - 1, "every object found on demand, its bytes right");
+	ok(cache_state.count <= RES_MAX + 1, "resident: %zu", cache_state.count);
+
+	is_int(cache_invalidate_stored(), RES_OBJECTS + 1 - cache_state.count,
+	       "invalidate --all: the objects not in memory");
+	ok(wait_batch() >= 0, "their ranges dropped by a batch");
+	o = find("case20-1");
+	ok(o && o->valid.bytes == 0, "an object brought back after it has no valid bytes");
+	cfg.resident_max = 1000000;
+	teardown();
+}
+
 int main(void)
 {
 	lp = ev_loop_new(EVFLAG_AUTO);
@@ -1354,6 +1443,7 @@ int main(void)
 	cfg.acregmax = 60;
 	cfg.dirty_expire_ms = 30000;
 	cfg.max_dirty = 64 << 20;
+	cfg.resident_max = 1000000;
 	log_init(1, LOG_LEVEL_INFO);
 
 	test_write_extends();
@@ -1375,6 +1465,7 @@ int main(void)
 	test_lease();
 	test_cull_order();
 	test_closed_while_queued();
+	test_resident();
 
 	ev_loop_destroy(lp);
 	return done();
