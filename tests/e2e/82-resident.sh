@@ -68,7 +68,9 @@ RSS1=$(rss_kb)
 is "$(d p0 p1 upstream.calls.READ)" "$N" "read: one upstream READ per file"
 is "$(sv p1 cache.objects) $(sv p1 cache.bytes)" "$N $((N * SIZE))" \
     "read: cache.objects = $N, cache.bytes = $((N * SIZE))"
-num_ok "$(sv p1 cache.objects.resident)" -le "$R" "read: cache.objects.resident <= $R after it"
+index_wait "$INDEX_RANGED" "$N" 30
+ok $? "read: the index records all $N objects with their range"
+num_ok "$(stat_value cache.objects.resident)" -le "$R" "read: cache.objects.resident <= $R once they are recorded"
 diag "read: $(val "$T_TMP/read.out" lookup_ms) ms of LOOKUPs, $(val "$T_TMP/read.out" read_ms) ms of READs;" \
      "cache.objects.resident at most $(col_max "$T_TMP/read.samples" 1) ($(col_n "$T_TMP/read.samples" 1) samples);" \
      "cache.index.lookups $(sv p1 cache.index.lookups)"

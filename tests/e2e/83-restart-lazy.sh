@@ -40,17 +40,6 @@ readall() {
         "0 0 $N $((N * SIZE))" "$1: every LOOKUP and READ answered"
     is "$(val "$T_TMP/$1.out" md5)" "$WANT_MD5" "$1: every byte right (md5 of all files)"
 }
-# objects of the index with at least one range
-index_rows() {
-    python3 - "$T_TMP/cache/index.sqlite" <<'PY'
-import sqlite3, sys
-db = sqlite3.connect(sys.argv[1], timeout=10)
-print(db.execute("SELECT count(*) FROM objects o WHERE EXISTS"
-                 " (SELECT 1 FROM ranges r WHERE r.object = o.id)").fetchone()[0])
-db.close()
-PY
-}
-
 snap p0
 readall read
 snap p1
@@ -60,7 +49,7 @@ is "$(sv p1 cache.objects) $(sv p1 cache.bytes)" "$N $((N * SIZE))" \
 
 stop_nfscached
 ok $? "clean stop (SIGTERM)"
-is "$(index_rows)" "$N" "the index holds all $N objects with their range"
+is "$(index_query "$INDEX_RANGED")" "$N" "the index holds all $N objects with their range"
 
 # ---- the restart -----------------------------------------------------------
 from=$(( $(log_lines) + 1 ))

@@ -62,26 +62,6 @@ export_md5() {
     local i
     for ((i = $1; i < $1 + $2; i++)); do cat "$DIR/$(printf 'f%05d' "$i")"; done | md5sum | cut -d' ' -f1
 }
-# sql QUERY: one value from the index (WAL read as sqlite does; the daemon
-# may be running or killed)
-sql() {
-    python3 - "$T_TMP/cache/index.sqlite" "$1" <<'PY'
-import sqlite3, sys
-db = sqlite3.connect(sys.argv[1], timeout=10)
-print(db.execute(sys.argv[2]).fetchone()[0])
-db.close()
-PY
-}
-# wait_sql QUERY WANT SECONDS: until QUERY gives WANT; 1 when it never did
-wait_sql() {
-    local i
-    for ((i = 0; i < $3 * 5; i++)); do
-        [ "$(sql "$1")" = "$2" ] && return 0
-        sleep 0.2
-    done
-    return 1
-}
-
 # The writer: LOOKUPs, then one UNSTABLE WRITE of the file's new bytes at 0
 # for each name, 32 in flight on one connection; with a PID, SIGKILL to it
 # right after the last reply.  Prints written (UNSTABLE WRITEs answered
@@ -137,7 +117,7 @@ readset read 0 "$N"
 is "$(val "$T_TMP/read.out" md5)" "$WANT_MD5" "read: every byte right (md5 of all files)"
 snap p1
 is "$(d p0 p1 upstream.calls.READ)" "$N" "read: one upstream READ per file"
-wait_sql "SELECT count(*) FROM objects o WHERE EXISTS (SELECT 1 FROM ranges r WHERE r.object = o.id)" "$N" 30
+index_wait "$INDEX_RANGED" "$N" 30
 ok $? "the index records all $N objects with their range"
 
 # ---- D files with recorded dirty data ----------------------------------------
@@ -146,7 +126,7 @@ is "$(val "$T_TMP/wd.out" written) $(val "$T_TMP/wd.out" write_errors)" "$D 0" \
     "dirty: $D UNSTABLE WRITEs answered NFS3_OK, UNSTABLE" || diag "$(head -n 3 "$T_TMP/wd.out")"
 [ "$(export_md5 0 "$D")" != "$NEW_D_MD5" ]
 ok $? "dirty: the export does not hold the new bytes (write-back, not through)"
-wait_sql "SELECT count(DISTINCT object) FROM dirty_ranges" "$D" 30
+index_wait "SELECT count(DISTINCT object) FROM dirty_ranges" "$D" 30
 ok $? "dirty: the index records the dirty ranges of all $D files"
 snap p2
 is "$(sv p2 cache.dirty.bytes)" $((D * SIZE)) "dirty: cache.dirty.bytes = $((D * SIZE))"
@@ -162,7 +142,7 @@ is "$rc" 137 "crash window: nfscached killed (SIGKILL) right after the last repl
 # the C objects whose new bytes the index did not record
 C_UNREC=0
 while read -r _ _ fh; do
-    n=$(sql "SELECT count(*) FROM dirty_ranges WHERE object = (SELECT id FROM objects WHERE fh = x'$fh')")
+    n=$(index_query "SELECT count(*) FROM dirty_ranges WHERE object = (SELECT id FROM objects WHERE fh = x'$fh')")
     [ "$n" = 0 ] && C_UNREC=$((C_UNREC + 1))
 done < <(grep '^fh ' "$T_TMP/wc.out")
 diag "crash window: $C_UNREC of the $C files have no dirty range recorded"
@@ -198,8 +178,8 @@ for ((i = 0; i < D; i++)); do
 done
 is "$bad" 0 "restart: each of the $D export files equals its new bytes"
 snap s1
-num_ok "$(d s0 s1 cache.writeback.bytes)" -ge $((D * SIZE)) \
-    "restart: cache.writeback.bytes rose by at least $((D * SIZE)) ($(d s0 s1 cache.writeback.bytes))"
+num_ok "$(sv s1 cache.writeback.bytes)" -ge $((D * SIZE)) \
+    "restart: cache.writeback.bytes since the start at least $((D * SIZE)) ($(sv s1 cache.writeback.bytes))"
 is "$(sv s1 nfs3.calls.WRITE):$(sv s1 nfs3.calls.COMMIT)" 0:0 "restart: with no WRITE or COMMIT from a client"
 
 # ---- reading after the restart -------------------------------------------------

@@ -1,6 +1,7 @@
 # tests/lib/sample.sh: the daemon under test watched while a test works it
-# (bash): counters sampled in the background, its resident memory, and the
-# line its cache logs at start.
+# (bash): counters sampled in the background, its resident memory, the line
+# its cache logs at start, queries of its cache index; and trees of files
+# made in the export.
 #
 # Definitions only: sourcing this file starts nothing. Uses CTL,
 # NFSCACHED_PID, T_TMP, top_srcdir and track (tests/lib/proc.sh).
@@ -118,4 +119,30 @@ samples_max_ok() {
         return 1
     fi
     num_ok "$m" -le "$3" "$4 ($n samples, max $m)"
+}
+
+# index_query SQL: the first value of SQL's first row in the cache index,
+# T_TMP/cache/index.sqlite (read as sqlite reads a WAL database: the daemon
+# may be running, stopped or killed)
+index_query() {
+    python3 - "$T_TMP/cache/index.sqlite" "$1" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1], timeout=10)
+print(db.execute(sys.argv[2]).fetchone()[0])
+db.close()
+PY
+}
+# shellcheck disable=SC2034  # used by the tests
+# INDEX_RANGED: SQL counting the objects of the index with at least one range
+INDEX_RANGED="SELECT count(*) FROM objects o WHERE EXISTS (SELECT 1 FROM ranges r WHERE r.object = o.id)"
+
+# index_wait SQL WANT SECONDS: until index_query SQL gives WANT; 1 when it
+# never did
+index_wait() {
+    local i
+    for ((i = 0; i < $3 * 5; i++)); do
+        [ "$(index_query "$1")" = "$2" ] && return 0
+        sleep 0.2
+    done
+    return 1
 }
