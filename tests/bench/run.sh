@@ -27,7 +27,7 @@
 #   CLIENT_TIMEOUT    seconds allowed to one client run (default 600)
 #   BENCH_NO_INSTALL=1  do not apt-get install missing packages
 #   S1_SIZE S2_SIZE S2_WRITES S2_READS S3_SIZE S3_REQS S4_SIZE S4_BLOCK
-#   S5_REQS S5_REQS_REF S6_FILES S6_FILE_SIZE MEM_FILES S7_DIRS S7_FILES
+#   S5_REQS S5_REQS_REF S6_FILES S6_FILE_SIZE MEM_FILES MEM_FILES_LARGE S7_DIRS S7_FILES
 #   S7_FILE_SIZE META_FILES: the scale (see below)
 #   S6_AB=1           S6 through nfscached with cache.metadata=no as well
 #   PROXY_CAP         calls (files) of S2, S3, S6, S7 given to PROXY_V4 at 5 ms (600)
@@ -83,10 +83,10 @@ CP_RUNS=${CP_RUNS:-3}
 MiB=$((1024 * 1024))
 if [ "$QUICK" = 1 ]; then
     d_S1=8 d_S2=4 d_S2W=2000 d_S2R=700 d_S3=4 d_S3N=2000 d_S4=16 d_S5N=2000 d_S5REF=500
-    d_S6N=200 d_S6SZ=20480 d_MEM=2000 d_S7D=5 d_S7N=100 d_META=2000
+    d_S6N=200 d_S6SZ=20480 d_MEM=2000 d_MEML=5000 d_S7D=5 d_S7N=100 d_META=2000
 else
     d_S1=64 d_S2=64 d_S2W=37500 d_S2R=12500 d_S3=50 d_S3N=25000 d_S4=128 d_S5N=20000 d_S5REF=5000
-    d_S6N=2000 d_S6SZ=51200 d_MEM=100000 d_S7D=20 d_S7N=500 d_META=20000
+    d_S6N=2000 d_S6SZ=51200 d_MEM=100000 d_MEML=1000000 d_S7D=20 d_S7N=500 d_META=20000
 fi
 S1_SIZE=${S1_SIZE:-$d_S1}              # MiB, sequential read, 1 MiB blocks
 S2_SIZE=${S2_SIZE:-$d_S2}              # MiB, W1 file
@@ -100,7 +100,8 @@ S5_REQS=${S5_REQS:-$d_S5N}             # 4 KiB cached random reads through nfsca
 S5_REQS_REF=${S5_REQS_REF:-$d_S5REF}   # the same for direct and proxy (0 ms only)
 S6_FILES=${S6_FILES:-$d_S6N}           # files of the tree
 S6_FILE_SIZE=${S6_FILE_SIZE:-$d_S6SZ}  # bytes each
-MEM_FILES=${MEM_FILES:-$d_MEM}         # tiny files cached for the RSS / index-open measure
+MEM_FILES=${MEM_FILES:-$d_MEM}         # tiny files cached for RSS and start-up time
+MEM_FILES_LARGE=${MEM_FILES_LARGE:-$d_MEML}  # the same at a larger size (0: not run)
 S6_AB=${S6_AB:-0}                      # 1: S6 with cache.metadata=no too
 S7_DIRS=${S7_DIRS:-$d_S7D}             # directories of the S7 tree
 S7_FILES=${S7_FILES:-$d_S7N}           # files of the S7 tree, spread over them
@@ -601,33 +602,126 @@ meta() {
                      [ "$ey" -gt 0 ] && echo $(( (gy - gn) * 1024 / ey )) || echo null)}"
 }
 
-# MEM: RSS of nfscached after reading MEM_FILES tiny files through it, and
-# the time to open the index with that many objects at the next start.
-mem() {
-    local rss0 rss1 objs open_ms log_ms line t
-    [ -d "$EXPORT_DIR/mem" ] || make_tree mem "$MEM_FILES" 64 "$T_TMP/mem.list"
-    bench_nfscached
-    rss0=$(rss_kb)
-    bench "MEM.nfscached.d$DELAY.read" nfscached cold tree -- -w tree -j 16 -b 1m -l "$T_TMP/mem.list" \
-        "$(target_url nfscached mem)"
-    rss1=$(rss_kb)
-    objs=$(ctl stats | awk '$1 == "cache.objects" { print $2 }')
+# MEM: memory and start-up with many cached objects, at MEM_FILES and at
+# MEM_FILES_LARGE tiny files (64 bytes, 100 a directory; 0 = that size not
+# run). The tree is made in the export by one python pass (aged a day); the
+# cache is filled through NFS only, by nfsbench -w tree -j 16 reading it
+# through nfscached (nothing writes the cache directory but nfscached).
+# Per size:
+#   fill     a fresh nfscached (cache.metadata = no, the default
+#            resident_max) reads the tree cold: VmRSS after it
+#   reread   the same daemon reads it again, warm: VmRSS after it (target:
+#            <= 96 MiB at 1,000,000 objects)
+#   restart  a clean stop (SIGTERM), a start on the same cache: the time from
+#            exec to `nfscachectl status` answering (target: <= 1 s at
+#            1,000,000), the cache's start-up line, VmRSS; then the tree read
+#            again, its objects not resident: throughput, upstream READs
+#            (target: 0), VmRSS
+#   meta     a clean stop, a start with cache.metadata = yes, the tree read
+#            again: VmRSS; bytes per namespace entry = (its VmRSS growth -
+#            restart's) / cache.metadata.entries, as META does
+# make_mem_tree DIR FILES LIST: that tree under $EXPORT_DIR/DIR, its paths
+# (relative to DIR) into LIST; each file's mtime set through its descriptor
+# as it is written (no second walk)
+make_mem_tree() {
+    python3 - "$EXPORT_DIR/$1" "$2" "$3" <<'EOF'
+import os, sys, time
+root, n, listfile = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+size = 64
+blob = os.urandom(size + 4096)
+t = time.time() - 86400
+dirs = []
+with open(listfile, "w") as lf:
+    for i in range(n):
+        if i % 100 == 0:
+            d = "d%04d" % (i // 100)
+            os.makedirs(os.path.join(root, d), exist_ok=True)
+            dirs.append(d)
+        rel = "%s/f%07d" % (d, i)
+        fd = os.open(os.path.join(root, rel), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.write(fd, blob[i % 4096:i % 4096 + size])
+        os.utime(fd, (t, t))
+        os.close(fd)
+        lf.write(rel + "\n")
+for d in dirs:
+    os.utime(os.path.join(root, d), (t, t))
+os.utime(root, (t, t))
+EOF
+}
+# stat_of FILE NAME: counter NAME in a saved `stats` output (null when missing)
+stat_of() { awk -v n="$2" '$1 == n { print $2; f = 1 } END { if (!f) print "null" }' "$1"; }
+# mem_size FILES: the four steps above at FILES files
+mem_size() {
+    local F=$1 dir=mem$1 list=$T_TMP/mem$1.list id=MEM.$1 t0 t1
+    local rss_start rss_fill rss_reread rss_r0 rss_r1 rss_m0 rss_m1 objs resident start_ms line
+    local meta_start_ms entries bpe=null lines0 reads=null r0 r1
+    if [ ! -d "$EXPORT_DIR/$dir" ]; then
+        t0=$(date +%s%N)
+        make_mem_tree "$dir" "$F" "$list"
+        t1=$(date +%s%N)
+        log "  $F files made in the export in $(((t1 - t0) / 1000000)) ms"
+    fi
+    # fill, then re-read, the namespace cache off
+    bench_nfscached -o cache.metadata=no
+    rss_start=$(rss_kb)
+    bench "$id.fill" nfscached cold "$F files" -- -w tree -j 16 -b 1m -l "$list" \
+        "$(target_url nfscached "$dir")"
+    rss_fill=$(rss_kb)
+    bench "$id.reread" nfscached warm "$F files" -- -w tree -j 16 -b 1m -l "$list" \
+        "$(target_url nfscached "$dir")"
+    rss_reread=$(rss_kb)
+    ctl stats > "$RES/raw/$id.reread.stats"
+    objs=$(stat_of "$RES/raw/$id.reread.stats" cache.objects)
+    resident=$(stat_of "$RES/raw/$id.reread.stats" cache.objects.resident)
+    log "  $F: VmRSS $rss_start KiB at start, $rss_fill after the fill, $rss_reread after the" \
+        "re-read (target at 1,000,000: <= 98304); cache.objects $objs, resident $resident"
+    # a clean restart: start-up time, then a re-read of a tree not resident
     stop_nfscached
-    local lines0
     lines0=$(wc -l < "$T_TMP/nfscached.log")
-    bench_nfscached --keep-cache
-    open_ms=$NFSCACHED_START_MS
-    line=$(tail -n +"$((lines0 + 1))" "$T_TMP/nfscached.log" | grep -m 1 -E 'cache: .*: [0-9]+ objects')
-    # a warm read of the whole tree after the restart (objects revalidated)
-    bench "MEM.nfscached.d$DELAY.reread" nfscached warm tree -- -w tree -j 16 -b 1m -l "$T_TMP/mem.list" \
-        "$(target_url nfscached mem)"
-    local rss2
-    rss2=$(rss_kb)
+    bench_nfscached --keep-cache -o cache.metadata=no
+    start_ms=$NFSCACHED_START_MS
+    rss_r0=$(rss_kb)
+    line=$(tail -n +"$((lines0 + 1))" "$T_TMP/nfscached.log" | grep -m 1 -E 'cache: .*: [0-9]+ objects' |
+        sed 's/^[0-9:.]* //')
+    ctl stats > "$RES/raw/$id.restart0.stats"
+    bench "$id.restart" nfscached restart "$F files" -- -w tree -j 16 -b 1m -l "$list" \
+        "$(target_url nfscached "$dir")"
+    rss_r1=$(rss_kb)
+    ctl stats > "$RES/raw/$id.restart1.stats"
+    r0=$(stat_of "$RES/raw/$id.restart0.stats" upstream.calls.READ)
+    r1=$(stat_of "$RES/raw/$id.restart1.stats" upstream.calls.READ)
+    [[ "$r0$r1" =~ ^[0-9]+$ ]] && reads=$((r1 - r0))
+    log "  $F: restart: status answered after $start_ms ms (target at 1,000,000: <= 1000);" \
+        "\"$line\"; VmRSS $rss_r0 -> $rss_r1 KiB; upstream READs in the re-read: $reads (target 0)"
+    # the namespace cache on
     stop_nfscached
-    python3 "$REPORT_PY" note "$RESULTS" --id "MEM.summary" --scenario MEM --delay "$DELAY" \
-        --extra "{\"files\": $MEM_FILES, \"rss_start_kb\": ${rss0:-null}, \"rss_after_kb\": ${rss1:-null},
-                 \"rss_after_restart_reread_kb\": ${rss2:-null}, \"cache_objects\": ${objs:-null},
-                 \"start_to_status_ms\": $open_ms, \"index_log_line\": \"$(echo "$line" | tr -d '"\\')\"}"
+    bench_nfscached --keep-cache -o cache.metadata=yes
+    meta_start_ms=$NFSCACHED_START_MS
+    rss_m0=$(rss_kb)
+    bench "$id.meta" nfscached restart "$F files meta=yes" -- -w tree -j 16 -b 1m -l "$list" \
+        "$(target_url nfscached "$dir")"
+    rss_m1=$(rss_kb)
+    entries=$(ctl stats | awk '$1 == "cache.metadata.entries" { print $2 }')
+    stop_nfscached
+    [ "${entries:-0}" -gt 0 ] && bpe=$(( ((rss_m1 - rss_m0) - (rss_r1 - rss_r0)) * 1024 / entries ))
+    log "  $F: metadata=yes: VmRSS $rss_m0 -> $rss_m1 KiB, ${entries:-?} entries, $bpe bytes per entry"
+    python3 "$REPORT_PY" note "$RESULTS" --id "$id.summary" --scenario MEM --delay "$DELAY" \
+        --extra "{\"files\": $F, \"filled\": \"through NFS (nfsbench -w tree -j 16)\",
+                 \"cache_objects\": $objs, \"cache_objects_resident\": $resident,
+                 \"rss_start_kb\": ${rss_start:-null}, \"rss_after_fill_kb\": ${rss_fill:-null},
+                 \"rss_after_reread_kb\": ${rss_reread:-null},
+                 \"start_to_status_ms\": $start_ms, \"index_log_line\": \"$(echo "$line" | tr -d '"\\')\",
+                 \"rss_restart_kb\": ${rss_r0:-null}, \"rss_restart_reread_kb\": ${rss_r1:-null},
+                 \"restart_reread_upstream_reads\": $reads,
+                 \"meta_start_to_status_ms\": $meta_start_ms,
+                 \"rss_meta_start_kb\": ${rss_m0:-null}, \"rss_meta_reread_kb\": ${rss_m1:-null},
+                 \"metadata_entries\": ${entries:-null}, \"bytes_per_entry\": $bpe}"
+    rm -rf "$T_TMP/cache"     # the next size starts from an empty cache
+}
+mem() {
+    mem_size "$MEM_FILES"
+    [ "$MEM_FILES_LARGE" -gt 0 ] && mem_size "$MEM_FILES_LARGE"
+    return 0
 }
 
 # CP: a warm copy of an S1_SIZE MiB file with nfs-cp (one 1 MiB READ in
@@ -692,7 +786,7 @@ cat > "$RES/params.json" <<EOF
  "S1_SIZE_MiB": $S1_SIZE, "S2_SIZE_MiB": $S2_SIZE, "S2_WRITES": $S2_WRITES, "S2_READS": $S2_READS,
  "S3_SIZE_MiB": $S3_SIZE, "S3_REQS": $S3_REQS, "S4_SIZE_MiB": $S4_SIZE, "S4_BLOCK": "$S4_BLOCK",
  "S5_REQS": $S5_REQS, "S5_REQS_REF": $S5_REQS_REF, "S6_FILES": $S6_FILES,
- "S6_FILE_SIZE": $S6_FILE_SIZE, "S6_AB": $S6_AB, "MEM_FILES": $MEM_FILES, "S7_DIRS": $S7_DIRS,
+ "S6_FILE_SIZE": $S6_FILE_SIZE, "S6_AB": $S6_AB, "MEM_FILES": $MEM_FILES, "MEM_FILES_LARGE": $MEM_FILES_LARGE, "S7_DIRS": $S7_DIRS,
  "S7_FILES": $S7_FILES, "S7_FILE_SIZE": $S7_FILE_SIZE, "META_FILES": $META_FILES}
 EOF
 
@@ -706,7 +800,7 @@ for sc in $SCENARIOS; do
         S6) desc="W4: tree of $S6_FILES files x $S6_FILE_SIZE B, -j 4" ;;
         S7) desc="fresh client walking $S7_FILES files in $S7_DIRS directories, one call in flight; nfs-ls -R" ;;
         CP) desc="warm nfs-cp of ${S1_SIZE} MiB, straight from ganesha and from nfscached" ;;
-        MEM) desc="RSS and index open time with $MEM_FILES cached files" ;;
+        MEM) desc="RSS and start-up time with $MEM_FILES and $MEM_FILES_LARGE cached files" ;;
         META) desc="bytes per namespace cache entry, $META_FILES files walked" ;;
         *) echo "unknown scenario $sc" >&2; continue ;;
     esac
