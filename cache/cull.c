@@ -388,7 +388,7 @@ static void lru_done(void *arg)
 			stats.cache_culled_objects++;
 			stats.cache_culled_bytes += e->bytes;
 			stats.cache_objects--;
-			stats.cache_bytes -= e->bytes;
+			stats.cache_bytes -= e->bytes < stats.cache_bytes ? e->bytes : stats.cache_bytes;
 			if (cull_state.kick_left)
 				cull_state.kick_left = cull_state.kick_left > disk ?
 						       cull_state.kick_left - disk : 0;
@@ -453,7 +453,8 @@ static void step_start(void)
 	if (!cull_state.reconcile && (!cull_state.culling || backing_off))
 		return;
 	if (!cull_state.reconcile && !cull_state.index_fresh &&
-	    !list_empty(&cache_state.persist_queue)) {
+	    (!list_empty(&cache_state.persist_queue) ||
+	     cache_state.inval_done != cache_state.inval_seq)) {
 		/* objects the index has no row for yet (or an older access):
 		 * their batch first, then the order (space_index_free() calls
 		 * again when it releases the index) */

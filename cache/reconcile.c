@@ -191,7 +191,8 @@ static void reconcile_done(void *arg)
 				continue;
 			batch_delete(r->id);
 			stats.cache_objects--;
-			stats.cache_bytes -= r->bytes;
+			/* (an invalidate --all since the scan may have counted them out) */
+			stats.cache_bytes -= r->bytes < stats.cache_bytes ? r->bytes : stats.cache_bytes;
 			removed++;
 		}
 		ARRAY_FREE(&in_memory);
