@@ -493,7 +493,7 @@ void cache_touch(struct cache_object *o)
 	/* persisted with the next batch; a minute's precision is enough for LRU */
 	o->last_access_s = now;
 	if (now - o->access_recorded_s >= 60)
-		persist_mark(o);
+		persist_mark_access(o);
 }
 
 void cache_foreach(void (*fn)(struct cache_object *o, void *arg), void *arg)

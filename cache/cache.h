@@ -121,7 +121,7 @@ struct cache_object {
 					  * is committed */
 	struct list_node persist_link;   /* persist.c: in the queue of objects the index
 					  * must learn (persist_mark) */
-	int persist_queued;              /* persist.c: on that queue */
+	int persist_queued;              /* persist.c: on that queue (enum persist_queued) */
 	ev_tstamp attr_time;             /* cache.c: loop time coh was last confirmed */
 	int fd;                          /* cache.c: backing file, -1 when not open */
 	struct list_node fd_link;        /* cache.c: in the LRU list of open backing files */

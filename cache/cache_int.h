@@ -58,6 +58,8 @@ struct cache_state {
 	ARRAY(uint64_t) sync_ids;       /* persist.c: objects whose backing file was closed
 					 * while queued: the next batch syncs it first */
 	ARRAY(uint64_t) deletes;        /* persist.c: ids whose rows the next batch removes */
+	ARRAY(int64_t) touches;         /* persist.c: (id, last access) pairs the next batch
+					 * records, of objects no longer in memory */
 	uint64_t batch_seq;             /* persist.c: batches started so far (the running
 					 * one's number) */
 	struct list_node sync_waiters;  /* persist.c: cache_sync() callers, struct sync_waiter */
@@ -115,8 +117,18 @@ void unwritten_add(struct cache_object *o, const struct extent_set *stable);
  * unwritten (a COMMIT may have been answered for it), as of now. */
 void unwritten_recovered(struct cache_object *o);
 
-/* persist.c: the batched index commits */
+/* persist.c: the batched index commits.  o->persist_queued: */
+enum persist_queued {
+	PERSIST_NONE,
+	PERSIST_FULL,                   /* the object's row and ranges */
+	PERSIST_ACCESS,                 /* only its last access time (cache_touch) */
+};
 void persist_mark(struct cache_object *o);
+/* Only o's last access time changed (a full mark stays full). */
+void persist_mark_access(struct cache_object *o);
+/* `o` leaves memory with only its last access time still to record: the
+ * next batch records it by id (resident.c's eviction). */
+void persist_access_later(struct cache_object *o);
 void batch_start(void);
 /* Object `id`'s backing file is closed while its ranges wait for the next
  * batch, which syncs the file (opened again by id on a worker) first. */

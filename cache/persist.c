@@ -33,9 +33,26 @@
 
 void persist_mark(struct cache_object *o)
 {
-	if (!o->persist_queued) {
-		o->persist_queued = 1;
+	if (!o->persist_queued)
 		list_add_tail(&cache_state.persist_queue, &o->persist_link);
+	o->persist_queued = PERSIST_FULL;
+}
+
+void persist_mark_access(struct cache_object *o)
+{
+	if (!o->persist_queued) {
+		o->persist_queued = PERSIST_ACCESS;
+		list_add_tail(&cache_state.persist_queue, &o->persist_link);
+	}
+}
+
+void persist_access_later(struct cache_object *o)
+{
+	ARRAY_PUSH(&cache_state.touches, (int64_t)o->id);
+	ARRAY_PUSH(&cache_state.touches, o->last_access_s);
+	if (o->persist_queued) {
+		list_del(&o->persist_link);
+		o->persist_queued = PERSIST_NONE;
 	}
 }
 
@@ -154,6 +171,18 @@ static void batch_done(void *arg)
 
 	for (size_t i = 0; i < job->n; i++) {
 		struct cache_object *o = job->objs[i];
+		if (job->recs[i].touched && !o) {
+			if (job->rc != 0) {   /* tried again */
+				ARRAY_PUSH(&cache_state.touches, (int64_t)job->recs[i].id);
+				ARRAY_PUSH(&cache_state.touches, job->recs[i].last_access_s);
+			}
+			continue;
+		}
+		if (job->recs[i].touched) {
+			if (job->rc != 0)
+				persist_mark_access(o);
+			continue;
+		}
 		if (job->recs[i].deleted) {
 			if (job->rc != 0)   /* tried again (still dead meanwhile) */
 				ARRAY_PUSH(&cache_state.deletes, job->recs[i].id);
@@ -204,7 +233,7 @@ void batch_start(void)
 	size_t n = 0, nranges = 0;
 
 	if (list_empty(&cache_state.persist_queue) && cache_state.deletes.n == 0 &&
-	    cache_state.inval_done == cache_state.inval_seq)
+	    cache_state.touches.n == 0 && cache_state.inval_done == cache_state.inval_seq)
 		return;
 	if (index_lease_holder() == INDEX_HELD_CULL) {
 		cache_state.batch_again = true;   /* right after the culling job */
@@ -212,7 +241,7 @@ void batch_start(void)
 	}
 	if (!index_lease_take(INDEX_HELD_BATCH))
 		return;   /* the running batch's timer tick comes next */
-	n = cache_state.deletes.n;
+	n = cache_state.deletes.n + cache_state.touches.n / 2;
 	list_for_each_safe(pos, tmp, &cache_state.persist_queue) {
 		struct cache_object *o = list_entry(pos, struct cache_object, persist_link);
 		n++;
@@ -235,6 +264,13 @@ void batch_start(void)
 		job->objs[job->n++] = NULL;
 	}
 	ARRAY_CLEAR(&cache_state.deletes);
+	for (size_t i = 0; i + 1 < cache_state.touches.n; i += 2) {
+		job->recs[job->n].id = (uint64_t)cache_state.touches.v[i];
+		job->recs[job->n].last_access_s = cache_state.touches.v[i + 1];
+		job->recs[job->n].touched = 1;
+		job->objs[job->n++] = NULL;
+	}
+	ARRAY_CLEAR(&cache_state.touches);
 	if (cache_state.sync_ids.n)
 		memcpy(job->sync_ids, cache_state.sync_ids.v,
 		       cache_state.sync_ids.n * sizeof(*job->sync_ids));
@@ -246,6 +282,13 @@ void batch_start(void)
 		o->persist_seq = job->seq;
 		struct index_record *r = &job->recs[job->n++];
 		r->id = o->id;
+		if (o->persist_queued == PERSIST_ACCESS) {
+			r->touched = 1;
+			r->last_access_s = o->access_recorded_s = o->last_access_s;
+			o->persist_queued = PERSIST_NONE;
+			list_del(&o->persist_link);
+			continue;
+		}
 		r->volume = cache_state.volume;
 		memcpy(r->fh, o->fh, o->fh_len);
 		r->fh_len = o->fh_len;
@@ -416,5 +459,6 @@ void persist_free(void)
 {
 	ARRAY_FREE(&cache_state.sync_ids);
 	ARRAY_FREE(&cache_state.deletes);
+	ARRAY_FREE(&cache_state.touches);
 	stats.cache_unwritten_bytes = stats.cache_unwritten_oldest_s = 0;
 }
