@@ -95,7 +95,7 @@ struct dirty_state;
 struct cache_object {
 	/* ---- public ---------------------------------------------------- */
 	uint32_t magic;                  /* cache/: CACHE_OBJECT_MAGIC while alive */
-	uint32_t fh_len;                 /* bytes of fh, 1..NFS3_FHSIZE_MAX */
+	uint32_t fh_len;                 /* cache/, at creation: bytes of fh, 1..NFS3_FHSIZE_MAX */
 	uint64_t id;                     /* cache/: names the backing file and the index row */
 	struct cache_attrs attrs;        /* cache/: with coh, the last attributes the upstream
 					  * sent (read them with cache_object_attrs()) */
