@@ -150,8 +150,8 @@ int cache_sync(struct cache_object *o, void (*done)(void *arg, int rc), void *ar
 	struct sync_waiter *w = xcalloc(1, sizeof(*w));
 	w->o = o;
 	extent_set_init(&w->stable);
-	extent_set_foreach(&o->dirty, add_range, &w->stable);
-	extent_set_foreach(&o->commit, add_range, &w->stable);
+	extent_set_foreach(object_dirty(o), add_range, &w->stable);
+	extent_set_foreach(object_commit(o), add_range, &w->stable);
 	w->need = cache_state.batch_seq + 1;   /* the next batch snapshots o */
 	w->done = done;
 	w->arg = arg;
@@ -245,7 +245,7 @@ void batch_start(void)
 	list_for_each_safe(pos, tmp, &cache_state.persist_queue) {
 		struct cache_object *o = list_entry(pos, struct cache_object, persist_link);
 		n++;
-		nranges += o->valid.count + o->dirty.count + o->commit.count;
+		nranges += o->valid.count + object_dirty(o)->count + object_commit(o)->count;
 	}
 	struct batch_job *job = xcalloc(1, sizeof(*job));
 	job->seq = ++cache_state.batch_seq;
@@ -303,8 +303,8 @@ void batch_start(void)
 		extent_set_foreach(&o->valid, collect_range, &rp);
 		struct extent_set unsynced;   /* dirty ∪ commit: not committed upstream */
 		extent_set_init(&unsynced);
-		extent_set_foreach(&o->dirty, add_range, &unsynced);
-		extent_set_foreach(&o->commit, add_range, &unsynced);
+		extent_set_foreach(object_dirty(o), add_range, &unsynced);
+		extent_set_foreach(object_commit(o), add_range, &unsynced);
 		r->dirty = rp;
 		r->ndirty = unsynced.count;
 		extent_set_foreach(&unsynced, collect_range, &rp);
@@ -314,10 +314,13 @@ void batch_start(void)
 		 * marked first (cache_write_must_wait) */
 		if (r->nranges > o->recorded_ranges)
 			o->recorded_ranges = r->nranges;
-		r->wb_uid = o->wb_cred.uid;
-		r->wb_gid = o->wb_cred.gid;
-		r->wb_ngids = o->wb_cred.gids_len;
-		memcpy(r->wb_gids, o->wb_cred.gids, sizeof(r->wb_gids));
+		const struct rpc_cred *writer = cache_wb_cred(o);
+		if (writer) {
+			r->wb_uid = writer->uid;
+			r->wb_gid = writer->gid;
+			r->wb_ngids = writer->gids_len;
+			memcpy(r->wb_gids, writer->gids, sizeof(r->wb_gids));
+		}
 		if (o->fd >= 0 && o->valid.count)
 			job->sync_ids[job->nsync++] = o->id;
 		o->persist_queued = 0;
@@ -365,32 +368,34 @@ struct cache_object *object_from_record(const struct index_record *r)
 		extent_set_clear(&o->valid);
 		persist_mark(o);
 	}
+	struct dirty_state *ds = NULL;
+	if (r->ndirty) {
+		struct rpc_cred writer = { .flavor = RPC_AUTH_SYS, .uid = r->wb_uid, .gid = r->wb_gid };
+		writer.gids_len = r->wb_ngids <= RPC_AUTH_SYS_MAX_GIDS ? r->wb_ngids : 0;
+		memcpy(writer.gids, r->wb_gids, writer.gids_len * sizeof(writer.gids[0]));
+		snprintf(writer.machinename, sizeof(writer.machinename), "nfscached");
+		ds = dirty_state_get(o, &writer);
+	}
 	for (size_t i = 0; i < r->ndirty; i++) {
 		extent_set_add(&o->valid, r->dirty[2 * i], r->dirty[2 * i + 1]);
-		extent_set_add(&o->dirty, r->dirty[2 * i], r->dirty[2 * i + 1]);
+		extent_set_add(&ds->dirty, r->dirty[2 * i], r->dirty[2 * i + 1]);
 	}
-	if (o->dirty.count && cache_state.cfg->commit == COMMIT_LOCAL) {
+	if (ds && ds->dirty.count && cache_state.cfg->commit == COMMIT_LOCAL) {
 		/* a COMMIT may have been answered for any of them: written back
 		 * whatever the upstream file became meanwhile (the write-back of
 		 * bytes already sent may have changed it), never dropped */
 		o->wb_recover = CACHE_RECOVER_NONE;
-	} else if (o->dirty.count) {
+	} else if (ds && ds->dirty.count) {
 		/* written back once the upstream file is shown unchanged since */
 		o->wb_recover = CACHE_RECOVER_PENDING;
 	}
-	if (o->dirty.count) {
-		o->wb_cred.flavor = RPC_AUTH_SYS;
-		o->wb_cred.uid = r->wb_uid;
-		o->wb_cred.gid = r->wb_gid;
-		o->wb_cred.gids_len = r->wb_ngids <= RPC_AUTH_SYS_MAX_GIDS ? r->wb_ngids : 0;
-		memcpy(o->wb_cred.gids, r->wb_gids, sizeof(o->wb_cred.gids));
-		snprintf(o->wb_cred.machinename, sizeof(o->wb_cred.machinename), "nfscached");
-		o->local_size = o->coh.size;
+	if (ds) {
+		ds->local_size = o->coh.size;
 		uint64_t end = r->dirty[2 * r->ndirty - 1];
-		if (end > o->local_size)
-			o->local_size = end;
-		o->local_mtime_ns = o->coh.mtime_ns;
-		o->dirty_since = ev_now(cache_state.loop);
+		if (end > ds->local_size)
+			ds->local_size = end;
+		ds->local_mtime_ns = o->coh.mtime_ns;
+		ds->dirty_since = ev_now(cache_state.loop);
 		dirty_changed(o, 0);
 		if (cache_state.cfg->commit == COMMIT_LOCAL)
 			unwritten_recovered(o);
