@@ -103,51 +103,52 @@ struct cache_object {
 	uint64_t gen;                    /* cache/: change generation, cache_seq() at its last change */
 	struct extent_set valid;         /* cache/: bytes held and right (the dirty bytes
 					  * of the write-back state included) */
-	int have_attrs;                  /* cache/: attrs holds something */
-	enum cache_wb_recover wb_recover;   /* cache/ sets PENDING when loading and NONE on
-					     * the first attributes; daemon/writeback.c moves
-					     * PENDING <-> GETATTR and ends it when the file is gone */
+	struct read_state *rd;           /* daemon/nfs_read.c's, NULL until the object's first
+					  * READ; released by the free hook */
+	struct writeback_state *wb;      /* daemon/writeback.c's, NULL until the object's first
+					  * pass; released by the free hook */
 	unsigned pins;                   /* cache_pin()/cache_unpin() only: holders that
 					  * keep a pointer to it (calls, fetches, GETATTRs,
 					  * changes in flight, write-back passes) */
 	int changes_in_flight;           /* cache_change_begin()/end() only: our WRITE/
 					  * SETATTR calls not answered yet (coherency: they
 					  * explain attribute changes; each also pins) */
-	int getattr_busy;                /* daemon (nfsd_revalidate() sets it, its GETATTR's
+	uint8_t have_attrs;              /* cache/: attrs holds something */
+	uint8_t wb_recover;              /* enum cache_wb_recover: cache/ sets PENDING when
+					  * loading and NONE on the first attributes;
+					  * daemon/writeback.c moves PENDING <-> GETATTR and
+					  * ends it when the file is gone */
+	uint8_t getattr_busy;            /* daemon (nfsd_revalidate() sets it, its GETATTR's
 					  * callback clears it): a revalidating GETATTR is in
 					  * flight, others wait for it (the GETATTR also pins) */
-	struct read_state *rd;           /* daemon/nfs_read.c's, NULL until the object's first
-					  * READ; released by the free hook */
-	struct writeback_state *wb;      /* daemon/writeback.c's, NULL until the object's first
-					  * pass; released by the free hook */
 
 	/* ---- below: the cache's own ------------------------------------ */
+	uint8_t persist_queued;          /* persist.c: on the queue below (enum persist_queued) */
+	uint8_t checked;                 /* cache.c: backing file checked against `valid` */
+	uint8_t wopen;                   /* enum cache_wopen: dirty.c requests, persist.c
+					  * records: the "written to" mark in the index */
+	uint8_t naccess;                 /* cache.c: slots of `access` */
+	int fd;                          /* cache.c: backing file, -1 when not open */
+	uint32_t recorded_ranges;        /* persist.c: valid ranges the index holds (or a
+					  * running batch is writing) for it */
 	struct cache_object *hash_next;  /* cache.c: the object table's chain */
 	struct list_node lru_link;       /* cache.c: in the list of resident objects, least
 					  * recently used first (resident.c evicts from it) */
+	struct list_node persist_link;   /* persist.c: in the queue of objects the index
+					  * must learn (persist_mark) */
+	struct list_node fd_link;        /* cache.c: in the LRU list of open backing files */
+	struct list_node waiters;        /* cache.c: struct cache_waiter */
 	uint64_t persist_seq;            /* persist.c: the batch that last snapshotted it
 					  * (0: none): it may leave memory once that batch
 					  * is committed */
-	struct list_node persist_link;   /* persist.c: in the queue of objects the index
-					  * must learn (persist_mark) */
-	int persist_queued;              /* persist.c: on that queue (enum persist_queued) */
-	int fd;                          /* cache.c: backing file, -1 when not open */
 	ev_tstamp attr_time;             /* cache.c: loop time coh was last confirmed */
-	struct list_node fd_link;        /* cache.c: in the LRU list of open backing files */
-	int checked;                     /* cache.c: backing file checked against `valid` */
-	enum cache_wopen wopen;          /* dirty.c requests, persist.c records: the
-					  * "written to" mark in the index */
 	int64_t last_access_s;           /* cache.c: unix seconds */
 	int64_t access_recorded_s;       /* persist.c: last_access_s as the index has it
 					  * (or the running batch writes it) */
 	struct cache_access *access;     /* cache.c: naccess slots (grown one at a time up
 					  * to CACHE_ACCESS_SLOTS), NULL when none */
-	struct list_node waiters;        /* cache.c: struct cache_waiter */
 	struct dirty_state *dirty_state; /* dirty.c: the write-back state, NULL while
 					  * nothing is uncommitted (cache_int.h) */
-	uint32_t recorded_ranges;        /* persist.c: valid ranges the index holds (or a
-					  * running batch is writing) for it */
-	uint32_t naccess;                /* cache.c: slots of `access` */
 	uint8_t fh[];                    /* public, cache/, at creation: the upstream file
 					  * handle, fh_len bytes (last: allocated to its length) */
 };
