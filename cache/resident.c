@@ -396,6 +396,10 @@ static void evict(void)
 			break;
 		}
 	}
+	if (cache_state.count > max && !list_empty(&cache_state.persist_queue) &&
+	    index_lease_holder() == INDEX_FREE)
+		batch_start();   /* what waits for the index to leave memory: now, not
+				  * at the next tick */
 	if (cache_state.count > max && !cache_state.evict_logged) {
 		cache_state.evict_logged = 1;
 		log_debug("cache: %zu objects in memory, above cache.resident_max (%llu): the "
