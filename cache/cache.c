@@ -11,6 +11,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,7 @@
 #include "cache/backing.h"
 #include "cache/cache.h"
 #include "cache/cache_int.h"
+#include "cache/cred.h"
 #include "cache/index.h"
 #include "cache/worker.h"
 #include "common/hash.h"
@@ -108,16 +110,14 @@ void table_grow(void)
 
 struct cache_object *object_new(uint64_t id, const uint8_t *fh, uint32_t fh_len)
 {
-	struct cache_object *o = xcalloc(1, sizeof(*o));
+	size_t bytes = offsetof(struct cache_object, fh) + fh_len;
+	struct cache_object *o = xcalloc(1, bytes > sizeof(*o) ? bytes : sizeof(*o));
 	o->magic = CACHE_OBJECT_MAGIC;
 	o->id = id;
 	memcpy(o->fh, fh, fh_len);
 	o->fh_len = fh_len;
 	o->fd = -1;
 	extent_set_init(&o->valid);
-	extent_set_init(&o->dirty);
-	extent_set_init(&o->commit);
-	list_init(&o->wb_link);
 	list_init(&o->persist_link);
 	list_init(&o->waiters);
 	list_init(&o->fd_link);
@@ -190,14 +190,12 @@ void object_remove(struct cache_object *o)
 	stats.cache_bytes -= o->valid.bytes;
 	if (o->persist_queued)
 		list_del(&o->persist_link);
-	if (!list_empty(&o->wb_link))
-		list_del(&o->wb_link);
 	object_free(o);
 }
 
 void object_evict(struct cache_object *o)
 {
-	assert(!o->persist_queued && list_empty(&o->wb_link));
+	assert(!o->persist_queued && !cache_has_uncommitted(o));
 	object_unlink(o);
 	object_free(o);
 }
@@ -214,9 +212,8 @@ void object_free(struct cache_object *o)
 	if (free_hook)
 		free_hook(o);
 	extent_set_clear(&o->valid);
-	extent_set_clear(&o->dirty);
-	extent_set_clear(&o->commit);
-	extent_set_clear(&o->unwritten);
+	dirty_state_free(o);
+	free(o->access);
 	o->magic = 0;
 	free(o);
 }
@@ -272,8 +269,8 @@ void cache_invalidate(struct cache_object *o, const char *why)
 		return;
 	extent_set_clear(&o->valid);
 	/* dirty bytes are newer than anything upstream: never dropped here */
-	extent_set_foreach(&o->dirty, add_range, &o->valid);
-	extent_set_foreach(&o->commit, add_range, &o->valid);
+	extent_set_foreach(object_dirty(o), add_range, &o->valid);
+	extent_set_foreach(object_commit(o), add_range, &o->valid);
 	bytes_changed(before, o->valid.bytes);
 	if (o->valid.bytes == before)
 		return;   /* nothing clean was held */
@@ -290,7 +287,41 @@ static void forget_access_if_changed(struct cache_object *o, const fattr3 *a)
 {
 	if (o->have_attrs && (o->attrs.mode != a->mode || o->attrs.uid != a->uid ||
 			      o->attrs.gid != a->gid))
-		memset(o->access, 0, sizeof(o->access));
+		cache_access_forget(o);
+}
+
+/* Keep what coh does not hold of `a` (a regular file's attributes). */
+static void attrs_keep(struct cache_object *o, const fattr3 *a)
+{
+	o->attrs.mode = a->mode;
+	o->attrs.nlink = a->nlink;
+	o->attrs.uid = a->uid;
+	o->attrs.gid = a->gid;
+	o->attrs.rdev = a->rdev;
+	o->attrs.atime = a->atime;
+	o->attrs.used = a->used;
+	o->attrs.fsid = a->fsid;
+	o->have_attrs = 1;
+}
+
+void cache_object_attrs(const struct cache_object *o, fattr3 *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->type = NF3REG;
+	out->mode = o->attrs.mode;
+	out->nlink = o->attrs.nlink;
+	out->uid = o->attrs.uid;
+	out->gid = o->attrs.gid;
+	out->size = o->coh.size;
+	out->used = o->attrs.used;
+	out->rdev = o->attrs.rdev;
+	out->fsid = o->attrs.fsid;
+	out->fileid = o->coh.fileid;
+	out->atime = o->attrs.atime;
+	out->mtime.seconds = (uint32_t)(o->coh.mtime_ns / 1000000000);
+	out->mtime.nseconds = (uint32_t)(o->coh.mtime_ns % 1000000000);
+	out->ctime.seconds = (uint32_t)(o->coh.ctime_ns / 1000000000);
+	out->ctime.nseconds = (uint32_t)(o->coh.ctime_ns % 1000000000);
 }
 
 static void set_coherency(struct cache_object *o, const fattr3 *a)
@@ -298,15 +329,14 @@ static void set_coherency(struct cache_object *o, const fattr3 *a)
 	forget_access_if_changed(o, a);
 	/* grown upstream by someone else while dirty: the larger size holds
 	 * (Linux nfs_update_inode with writes pending) */
-	if (cache_has_uncommitted(o) && a->size > o->local_size)
-		o->local_size = a->size;
+	if (cache_has_uncommitted(o) && a->size > o->dirty_state->local_size)
+		o->dirty_state->local_size = a->size;
 	o->coh.known = 1;
 	o->coh.size = a->size;
 	o->coh.mtime_ns = ns_of(&a->mtime);
 	o->coh.ctime_ns = ns_of(&a->ctime);
 	o->coh.fileid = a->fileid;
-	o->attrs = *a;
-	o->have_attrs = 1;
+	attrs_keep(o, a);
 	o->attr_time = ev_now(cache_state.loop);
 	persist_mark(o);
 }
@@ -341,8 +371,7 @@ void cache_attrs_update(struct cache_object *o, const fattr3 *a, uint64_t gen_at
 		set_coherency(o, a);
 	else {
 		forget_access_if_changed(o, a);
-		o->attrs = *a;
-		o->have_attrs = 1;
+		attrs_keep(o, a);
 		o->attr_time = ev_now(cache_state.loop);
 	}
 }
@@ -388,11 +417,13 @@ void cache_truncate(struct cache_object *o, uint64_t size)
 
 	extent_set_remove(&o->valid, size, UINT64_MAX);
 	bytes_changed(before, o->valid.bytes);
-	extent_set_remove(&o->dirty, size, UINT64_MAX);
-	extent_set_remove(&o->commit, size, UINT64_MAX);
+	if (o->dirty_state) {
+		extent_set_remove(&o->dirty_state->dirty, size, UINT64_MAX);
+		extent_set_remove(&o->dirty_state->commit, size, UINT64_MAX);
+	}
 	dirty_changed(o, dbefore);
-	if (o->local_size > size)
-		o->local_size = size;
+	if (o->dirty_state && o->dirty_state->local_size > size)
+		o->dirty_state->local_size = size;
 	if (o->fd >= 0)
 		backing_truncate(o->fd, size);
 	changed(o);
@@ -424,18 +455,26 @@ static int access_same(const struct cache_access *a, const struct rpc_cred *cred
 void cache_access_record(struct cache_object *o, const struct rpc_cred *cred, uint32_t asked,
 			 uint32_t granted)
 {
-	struct cache_access *slot = &o->access[0];
+	struct cache_access *slot = NULL;
 	uint32_t known = 0;
 
-	for (int i = 0; i < CACHE_ACCESS_SLOTS; i++) {
+	for (uint32_t i = 0; i < o->naccess; i++) {
 		if (access_same(&o->access[i], cred)) {
 			slot = &o->access[i];
 			if (ev_now(cache_state.loop) - slot->time <= (double)cache_state.cfg->acregmax)
 				known = slot->granted & ~asked;
 			break;
 		}
-		if (o->access[i].time < slot->time)
-			slot = &o->access[i];   /* the oldest goes */
+	}
+	if (!slot && o->naccess < CACHE_ACCESS_SLOTS) {
+		/* most files are read by one credential: one slot more at a time */
+		o->access = xreallocarray(o->access, o->naccess + 1, sizeof(*o->access));
+		slot = &o->access[o->naccess++];
+	} else if (!slot) {
+		slot = &o->access[0];
+		for (uint32_t i = 1; i < o->naccess; i++)
+			if (o->access[i].time < slot->time)
+				slot = &o->access[i];   /* the oldest goes */
 	}
 	granted = known | (granted & asked);
 	slot->uid = cred->uid;
@@ -447,12 +486,14 @@ void cache_access_record(struct cache_object *o, const struct rpc_cred *cred, ui
 
 void cache_access_forget(struct cache_object *o)
 {
-	memset(o->access, 0, sizeof(o->access));
+	free(o->access);
+	o->access = NULL;
+	o->naccess = 0;
 }
 
 int cache_access_granted(const struct cache_object *o, const struct rpc_cred *cred, uint32_t bits)
 {
-	for (int i = 0; i < CACHE_ACCESS_SLOTS; i++) {
+	for (uint32_t i = 0; i < o->naccess; i++) {
 		const struct cache_access *a = &o->access[i];
 		if (access_same(a, cred))
 			return (a->granted & bits) == bits &&
@@ -493,7 +534,7 @@ void cache_touch(struct cache_object *o)
 	/* persisted with the next batch; a minute's precision is enough for LRU */
 	o->last_access_s = now;
 	if (now - o->access_recorded_s >= 60)
-		persist_mark(o);
+		persist_mark_access(o);
 }
 
 void cache_foreach(void (*fn)(struct cache_object *o, void *arg), void *arg)
@@ -611,6 +652,7 @@ int cache_init(struct ev_loop *loop, const struct cache_config *cfg, const char 
 
 fail:
 	objects_free();
+	cred_finalise();
 	index_close(cache_state.index);
 	if (cache_state.lock_fd >= 0)
 		close(cache_state.lock_fd);
@@ -639,6 +681,7 @@ void cache_finalise(void)
 		index_mark_clean(cache_state.index);
 	index_close(cache_state.index);
 	objects_free();
+	cred_finalise();
 	free(cache_state.volume);
 	persist_free();
 	close(cache_state.lock_fd);

@@ -67,88 +67,90 @@ enum cache_wb_recover {
 };
 
 /*
+ * The fattr3 fields (RFC 1813 §2.6) the coherency data do not hold: with
+ * them, the last attributes the upstream sent (cache_object_attrs()).  The
+ * type is always NF3REG: only a regular file's attributes are kept.
+ */
+struct cache_attrs {
+	uint32_t mode, nlink, uid, gid;
+	specdata3 rdev;
+	nfstime3 atime;
+	uint64_t used;                   /* bytes */
+	uint64_t fsid;
+};
+
+struct dirty_state;
+
+/*
  * One cached file.  The fields above the line are public: every module may
  * read them, and each says which module writes it (cache/ means the
  * functions of cache.h, no caller).  Below the line the fields are the
  * cache's own (the files of cache/ only; unit tests may look).  The daemon keeps an
  * object alive past the current loop callback only with a pin
- * (cache_pin()); the cache never culls or frees a pinned object.
+ * (cache_pin()); the cache never culls or frees a pinned object.  Small on
+ * purpose (many are resident): what only some objects need hangs off a
+ * pointer, NULL until needed (ACCESS results, the write-back state), and
+ * the handle, public too, is the last field, allocated to its length.
  */
 struct cache_object {
 	/* ---- public ---------------------------------------------------- */
 	uint32_t magic;                  /* cache/: CACHE_OBJECT_MAGIC while alive */
+	uint32_t fh_len;                 /* cache/, at creation: bytes of fh, 1..NFS3_FHSIZE_MAX */
 	uint64_t id;                     /* cache/: names the backing file and the index row */
-	uint8_t fh[NFS3_FHSIZE_MAX];     /* cache/, at creation: the upstream file handle */
-	uint32_t fh_len;                 /* bytes, 1..NFS3_FHSIZE_MAX */
-	fattr3 attrs;                    /* cache/: the last attributes the upstream sent */
-	int have_attrs;                  /* cache/: attrs holds something */
+	struct cache_attrs attrs;        /* cache/: with coh, the last attributes the upstream
+					  * sent (read them with cache_object_attrs()) */
 	struct cache_coherency coh;      /* cache/: what the cached bytes are a copy of */
 	uint64_t gen;                    /* cache/: change generation, cache_seq() at its last change */
-	struct extent_set valid;         /* cache/: bytes held and right */
-	/* write-back (DESIGN.md "Write-back"); dirty ⊆ valid */
-	struct extent_set dirty;         /* cache/ (dirty.c): written locally, not sent
-					  * upstream yet: per page the merged ranges are
-					  * wb_pgbase/wb_bytes */
-	struct rpc_cred wb_cred;         /* cache/ (dirty.c): writer of the dirty bytes;
-					  * write-back uses it */
-	ev_tstamp dirty_since;           /* cache/ (dirty.c): loop time the oldest dirty
-					  * byte was written */
-	struct list_node wb_link;        /* cache/ (dirty.c): in cache_uncommitted_list()
-					  * (the daemon walks it, never changes it) */
-	enum cache_wb_recover wb_recover;   /* cache/ sets PENDING when loading and NONE on
-					     * the first attributes; daemon/writeback.c moves
-					     * PENDING <-> GETATTR and ends it when the file is gone */
+	struct extent_set valid;         /* cache/: bytes held and right (the dirty bytes
+					  * of the write-back state included) */
+	struct read_state *rd;           /* daemon/nfs_read.c's, NULL until the object's first
+					  * READ; released by the free hook */
+	struct writeback_state *wb;      /* daemon/writeback.c's, NULL until the object's first
+					  * pass; released by the free hook */
 	unsigned pins;                   /* cache_pin()/cache_unpin() only: holders that
 					  * keep a pointer to it (calls, fetches, GETATTRs,
 					  * changes in flight, write-back passes) */
 	int changes_in_flight;           /* cache_change_begin()/end() only: our WRITE/
 					  * SETATTR calls not answered yet (coherency: they
 					  * explain attribute changes; each also pins) */
-	int getattr_busy;                /* daemon (nfsd_revalidate() sets it, its GETATTR's
+	uint8_t have_attrs;              /* cache/: attrs holds something */
+	uint8_t wb_recover;              /* enum cache_wb_recover: cache/ sets PENDING when
+					  * loading and NONE on the first attributes;
+					  * daemon/writeback.c moves PENDING <-> GETATTR and
+					  * ends it when the file is gone */
+	uint8_t getattr_busy;            /* daemon (nfsd_revalidate() sets it, its GETATTR's
 					  * callback clears it): a revalidating GETATTR is in
 					  * flight, others wait for it (the GETATTR also pins) */
-	struct read_state *rd;           /* daemon/nfs_read.c's, NULL until the object's first
-					  * READ; released by the free hook */
-	struct writeback_state *wb;      /* daemon/writeback.c's, NULL until the object's first
-					  * pass; released by the free hook */
 
 	/* ---- below: the cache's own ------------------------------------ */
+	uint8_t persist_queued;          /* persist.c: on the queue below (enum persist_queued) */
+	uint8_t checked;                 /* cache.c: backing file checked against `valid` */
+	uint8_t wopen;                   /* enum cache_wopen: dirty.c requests, persist.c
+					  * records: the "written to" mark in the index */
+	uint8_t naccess;                 /* cache.c: slots of `access` */
+	int fd;                          /* cache.c: backing file, -1 when not open */
+	uint32_t recorded_ranges;        /* persist.c: valid ranges the index holds (or a
+					  * running batch is writing) for it */
 	struct cache_object *hash_next;  /* cache.c: the object table's chain */
 	struct list_node lru_link;       /* cache.c: in the list of resident objects, least
 					  * recently used first (resident.c evicts from it) */
+	struct list_node persist_link;   /* persist.c: in the queue of objects the index
+					  * must learn (persist_mark) */
+	struct list_node fd_link;        /* cache.c: in the LRU list of open backing files */
+	struct list_node waiters;        /* cache.c: struct cache_waiter */
 	uint64_t persist_seq;            /* persist.c: the batch that last snapshotted it
 					  * (0: none): it may leave memory once that batch
 					  * is committed */
-	struct list_node persist_link;   /* persist.c: in the queue of objects the index
-					  * must learn (persist_mark) */
-	int persist_queued;              /* persist.c: on that queue */
 	ev_tstamp attr_time;             /* cache.c: loop time coh was last confirmed */
-	int fd;                          /* cache.c: backing file, -1 when not open */
-	struct list_node fd_link;        /* cache.c: in the LRU list of open backing files */
-	int checked;                     /* cache.c: backing file checked against `valid` */
 	int64_t last_access_s;           /* cache.c: unix seconds */
 	int64_t access_recorded_s;       /* persist.c: last_access_s as the index has it
 					  * (or the running batch writes it) */
-	struct cache_access access[CACHE_ACCESS_SLOTS];   /* cache.c */
-	struct list_node waiters;        /* cache.c: struct cache_waiter */
-	struct extent_set commit;        /* dirty.c: sent upstream UNSTABLE by the running
-					  * pass, not committed yet (⊆ valid) */
-	uint64_t local_size;             /* dirty.c: bytes, the size clients see while
-					  * dirty or commit is not empty */
-	int64_t local_mtime_ns;          /* dirty.c: mtime and ctime clients see meanwhile */
-	uint64_t uncommitted_bytes;      /* dirty.c: bytes in dirty ∪ commit */
-	enum cache_wopen wopen;          /* dirty.c requests, persist.c records: the
-					  * "written to" mark in the index */
-	size_t recorded_ranges;          /* persist.c: valid ranges the index holds (or a
-					  * running batch is writing) for it */
-	struct extent_set unwritten;     /* dirty.c: bytes a COMMIT answered locally
-					  * (cache_sync) made stable that are not committed
-					  * upstream yet (⊆ dirty ∪ commit) */
-	ev_tstamp unwritten_since;       /* dirty.c: loop time the oldest of them became
-					  * stable locally; 0 = none */
-	ev_tstamp unwritten_later;       /* dirty.c: loop time the first of them added
-					  * after the running pass took the dirty ranges
-					  * became stable; 0 = none */
+	struct cache_access *access;     /* cache.c: naccess slots (grown one at a time up
+					  * to CACHE_ACCESS_SLOTS), NULL when none */
+	struct dirty_state *dirty_state; /* dirty.c: the write-back state, NULL while
+					  * nothing is uncommitted (cache_int.h) */
+	uint8_t fh[];                    /* public, cache/, at creation: the upstream file
+					  * handle, fh_len bytes (last: allocated to its length) */
 };
 
 /* A call waiting for something in flight on an object (a fetch, GETATTR).
@@ -325,7 +327,28 @@ void cache_change_end(struct cache_object *o);
 /* Note a use of `o` (for least-recently-used order; persisted in batches). */
 void cache_touch(struct cache_object *o);
 
+/* The last attributes the upstream sent for `o` (have_attrs set), from
+ * o->attrs and the coherency data: what a reply carries for it. */
+void cache_object_attrs(const struct cache_object *o, fattr3 *out);
+
 /* ---- write-back state (DESIGN.md "Write-back") -------------------- */
+
+/* The bytes of `o` written locally and not sent upstream yet (per page the
+ * merged ranges are wb_pgbase/wb_bytes; ⊆ valid): an empty set when
+ * nothing is.  Read-only; valid until the next change of `o`. */
+const struct extent_set *cache_dirty_set(const struct cache_object *o);
+
+/* Loop time the oldest dirty byte of `o` was written; 0 when none is. */
+ev_tstamp cache_dirty_since(const struct cache_object *o);
+
+/* The writer of the uncommitted bytes of `o`, whose credential write-back
+ * uses; NULL when nothing is uncommitted.  The cache's (shared by objects
+ * with the same writer): valid until the next change of `o`; copy it to
+ * keep it. */
+const struct rpc_cred *cache_wb_cred(const struct cache_object *o);
+
+/* The object whose node of cache_uncommitted_list() is `pos`. */
+struct cache_object *cache_uncommitted_object(struct list_node *pos);
 
 /* True when `o` holds bytes not committed upstream yet (dirty, or sent and
  * awaiting the upstream COMMIT). */
@@ -417,7 +440,8 @@ void cache_unwritten_refresh(void);
 
 /* The objects holding bytes not committed upstream (dirty, or sent and
  * awaiting COMMIT: cache_has_uncommitted()), in the order they first
- * became dirty; linked by their wb_link. */
+ * became dirty: a list the daemon walks (never changes), each node's
+ * object given by cache_uncommitted_object(). */
 struct list_node *cache_uncommitted_list(void);
 
 /*

@@ -58,6 +58,8 @@ struct cache_state {
 	ARRAY(uint64_t) sync_ids;       /* persist.c: objects whose backing file was closed
 					 * while queued: the next batch syncs it first */
 	ARRAY(uint64_t) deletes;        /* persist.c: ids whose rows the next batch removes */
+	ARRAY(int64_t) touches;         /* persist.c: (id, last access) pairs the next batch
+					 * records, of objects no longer in memory */
 	uint64_t batch_seq;             /* persist.c: batches started so far (the running
 					 * one's number) */
 	struct list_node sync_waiters;  /* persist.c: cache_sync() callers, struct sync_waiter */
@@ -103,7 +105,45 @@ void object_remove(struct cache_object *o);
 /* Free `o` (out of every list already), the daemon's free hook first. */
 void object_free(struct cache_object *o);
 
+/*
+ * dirty.c: the write-back state of an object (DESIGN.md "Write-back"),
+ * allocated by its first local write (or by loading recorded dirty ranges)
+ * and freed once nothing of it is uncommitted (dirty, commit and unwritten
+ * all empty) or with the object.  Every field is dirty.c's.
+ */
+struct dirty_state {
+	struct cache_object *o;          /* whose it is */
+	struct extent_set dirty;         /* written locally, not sent upstream yet (⊆ valid):
+					  * per page the merged ranges are wb_pgbase/wb_bytes */
+	struct extent_set commit;        /* sent upstream UNSTABLE by the running pass, not
+					  * committed yet (⊆ valid) */
+	struct extent_set unwritten;     /* bytes a COMMIT answered locally (cache_sync)
+					  * made stable that are not committed upstream yet
+					  * (⊆ dirty ∪ commit) */
+	const struct rpc_cred *wb_cred;  /* writer of the dirty bytes (cred.h: a shared
+					  * reference); write-back uses it; never NULL */
+	ev_tstamp dirty_since;           /* loop time the oldest dirty byte was written */
+	struct list_node wb_link;        /* in cache_state.wb_list (cache_uncommitted_list()) */
+	uint64_t local_size;             /* bytes: the size clients see meanwhile */
+	int64_t local_mtime_ns;          /* mtime and ctime clients see meanwhile */
+	uint64_t uncommitted_bytes;      /* bytes in dirty ∪ commit */
+	ev_tstamp unwritten_since;       /* loop time the oldest unwritten byte became
+					  * stable locally; 0 = none */
+	ev_tstamp unwritten_later;       /* loop time the first of them added after the
+					  * running pass took the dirty ranges became
+					  * stable; 0 = none */
+};
+
 /* dirty.c: the write-back state */
+/* The dirty and commit sets of `o`, empty ones when it has no write-back
+ * state (read-only: change them through dirty.c's functions). */
+const struct extent_set *object_dirty(const struct cache_object *o);
+const struct extent_set *object_commit(const struct cache_object *o);
+/* Allocate the write-back state of `o` if it has none (loading recorded
+ * dirty ranges, a local write); `cred` becomes its writer. */
+struct dirty_state *dirty_state_get(struct cache_object *o, const struct rpc_cred *cred);
+/* Free the write-back state of `o` (object_free): its writer released. */
+void dirty_state_free(struct cache_object *o);
 uint64_t object_uncommitted_bytes(const struct cache_object *o);
 void dirty_changed(struct cache_object *o, uint64_t before);
 int foreach_clean_part(const struct cache_object *o, uint64_t start, uint64_t end,
@@ -115,8 +155,18 @@ void unwritten_add(struct cache_object *o, const struct extent_set *stable);
  * unwritten (a COMMIT may have been answered for it), as of now. */
 void unwritten_recovered(struct cache_object *o);
 
-/* persist.c: the batched index commits */
+/* persist.c: the batched index commits.  o->persist_queued: */
+enum persist_queued {
+	PERSIST_NONE,
+	PERSIST_FULL,                   /* the object's row and ranges */
+	PERSIST_ACCESS,                 /* only its last access time (cache_touch) */
+};
 void persist_mark(struct cache_object *o);
+/* Only o's last access time changed (a full mark stays full). */
+void persist_mark_access(struct cache_object *o);
+/* `o` leaves memory with only its last access time still to record: the
+ * next batch records it by id (resident.c's eviction). */
+void persist_access_later(struct cache_object *o);
 void batch_start(void);
 /* Object `id`'s backing file is closed while its ranges wait for the next
  * batch, which syncs the file (opened again by id on a worker) first. */

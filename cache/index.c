@@ -125,6 +125,7 @@ enum index_stmt {
 	ST_DELETE_RANGES,
 	ST_DELETE_DIRTY,
 	ST_DELETE_OBJECT,
+	ST_TOUCH_OBJECT,
 	ST_UPSERT_OBJECT,
 	ST_INSERT_RANGE,
 	ST_INSERT_DIRTY,
@@ -157,6 +158,7 @@ static const struct {
 	[ST_DELETE_RANGES] = { "delete ranges", "DELETE FROM ranges WHERE object = ?1" },
 	[ST_DELETE_DIRTY] = { "delete dirty ranges", "DELETE FROM dirty_ranges WHERE object = ?1" },
 	[ST_DELETE_OBJECT] = { "delete object", "DELETE FROM objects WHERE id = ?1" },
+	[ST_TOUCH_OBJECT] = { "touch object", "UPDATE objects SET last_access = ?2 WHERE id = ?1" },
 	/*
 	 * An upsert on the id rather than INSERT OR REPLACE: REPLACE would
 	 * silently drop another object holding the same (volume, fh) and
@@ -942,6 +944,11 @@ static int index_write_one(struct cache_index *ix, const struct index_record *re
 	int64_t id = u64_to_db(rec->id);
 
 	assert(rec->id > 0);
+	if (rec->touched) {
+		sqlite3_bind_int64(ix->st[ST_TOUCH_OBJECT], 1, id);
+		sqlite3_bind_int64(ix->st[ST_TOUCH_OBJECT], 2, rec->last_access_s);
+		return index_step_done(ix, ST_TOUCH_OBJECT);
+	}
 	sqlite3_bind_int64(ix->st[ST_DELETE_RANGES], 1, id);
 	if (index_step_done(ix, ST_DELETE_RANGES) < 0)
 		return -EIO;

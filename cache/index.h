@@ -43,6 +43,9 @@ struct index_record {
 	const uint64_t *ranges;        /* nranges pairs (start, end): valid bytes */
 	size_t nranges;
 	int deleted;                   /* index_write: remove the object and its ranges */
+	int touched;                   /* index_write: only last_access_s changes: the other
+					* columns and the ranges stay as stored (no row of this
+					* id: nothing happens) */
 	/*
 	 * Write-back state.  Pairs are [start, end) byte offsets like `ranges`,
 	 * and load back in ascending unsigned start order; the index stores

@@ -33,9 +33,26 @@
 
 void persist_mark(struct cache_object *o)
 {
-	if (!o->persist_queued) {
-		o->persist_queued = 1;
+	if (!o->persist_queued)
 		list_add_tail(&cache_state.persist_queue, &o->persist_link);
+	o->persist_queued = PERSIST_FULL;
+}
+
+void persist_mark_access(struct cache_object *o)
+{
+	if (!o->persist_queued) {
+		o->persist_queued = PERSIST_ACCESS;
+		list_add_tail(&cache_state.persist_queue, &o->persist_link);
+	}
+}
+
+void persist_access_later(struct cache_object *o)
+{
+	ARRAY_PUSH(&cache_state.touches, (int64_t)o->id);
+	ARRAY_PUSH(&cache_state.touches, o->last_access_s);
+	if (o->persist_queued) {
+		list_del(&o->persist_link);
+		o->persist_queued = PERSIST_NONE;
 	}
 }
 
@@ -133,8 +150,8 @@ int cache_sync(struct cache_object *o, void (*done)(void *arg, int rc), void *ar
 	struct sync_waiter *w = xcalloc(1, sizeof(*w));
 	w->o = o;
 	extent_set_init(&w->stable);
-	extent_set_foreach(&o->dirty, add_range, &w->stable);
-	extent_set_foreach(&o->commit, add_range, &w->stable);
+	extent_set_foreach(object_dirty(o), add_range, &w->stable);
+	extent_set_foreach(object_commit(o), add_range, &w->stable);
 	w->need = cache_state.batch_seq + 1;   /* the next batch snapshots o */
 	w->done = done;
 	w->arg = arg;
@@ -154,6 +171,18 @@ static void batch_done(void *arg)
 
 	for (size_t i = 0; i < job->n; i++) {
 		struct cache_object *o = job->objs[i];
+		if (job->recs[i].touched && !o) {
+			if (job->rc != 0) {   /* tried again */
+				ARRAY_PUSH(&cache_state.touches, (int64_t)job->recs[i].id);
+				ARRAY_PUSH(&cache_state.touches, job->recs[i].last_access_s);
+			}
+			continue;
+		}
+		if (job->recs[i].touched) {
+			if (job->rc != 0)
+				persist_mark_access(o);
+			continue;
+		}
 		if (job->recs[i].deleted) {
 			if (job->rc != 0)   /* tried again (still dead meanwhile) */
 				ARRAY_PUSH(&cache_state.deletes, job->recs[i].id);
@@ -204,7 +233,7 @@ void batch_start(void)
 	size_t n = 0, nranges = 0;
 
 	if (list_empty(&cache_state.persist_queue) && cache_state.deletes.n == 0 &&
-	    cache_state.inval_done == cache_state.inval_seq)
+	    cache_state.touches.n == 0 && cache_state.inval_done == cache_state.inval_seq)
 		return;
 	if (index_lease_holder() == INDEX_HELD_CULL) {
 		cache_state.batch_again = true;   /* right after the culling job */
@@ -212,11 +241,11 @@ void batch_start(void)
 	}
 	if (!index_lease_take(INDEX_HELD_BATCH))
 		return;   /* the running batch's timer tick comes next */
-	n = cache_state.deletes.n;
+	n = cache_state.deletes.n + cache_state.touches.n / 2;
 	list_for_each_safe(pos, tmp, &cache_state.persist_queue) {
 		struct cache_object *o = list_entry(pos, struct cache_object, persist_link);
 		n++;
-		nranges += o->valid.count + o->dirty.count + o->commit.count;
+		nranges += o->valid.count + object_dirty(o)->count + object_commit(o)->count;
 	}
 	struct batch_job *job = xcalloc(1, sizeof(*job));
 	job->seq = ++cache_state.batch_seq;
@@ -235,6 +264,13 @@ void batch_start(void)
 		job->objs[job->n++] = NULL;
 	}
 	ARRAY_CLEAR(&cache_state.deletes);
+	for (size_t i = 0; i + 1 < cache_state.touches.n; i += 2) {
+		job->recs[job->n].id = (uint64_t)cache_state.touches.v[i];
+		job->recs[job->n].last_access_s = cache_state.touches.v[i + 1];
+		job->recs[job->n].touched = 1;
+		job->objs[job->n++] = NULL;
+	}
+	ARRAY_CLEAR(&cache_state.touches);
 	if (cache_state.sync_ids.n)
 		memcpy(job->sync_ids, cache_state.sync_ids.v,
 		       cache_state.sync_ids.n * sizeof(*job->sync_ids));
@@ -246,6 +282,13 @@ void batch_start(void)
 		o->persist_seq = job->seq;
 		struct index_record *r = &job->recs[job->n++];
 		r->id = o->id;
+		if (o->persist_queued == PERSIST_ACCESS) {
+			r->touched = 1;
+			r->last_access_s = o->access_recorded_s = o->last_access_s;
+			o->persist_queued = PERSIST_NONE;
+			list_del(&o->persist_link);
+			continue;
+		}
 		r->volume = cache_state.volume;
 		memcpy(r->fh, o->fh, o->fh_len);
 		r->fh_len = o->fh_len;
@@ -260,8 +303,8 @@ void batch_start(void)
 		extent_set_foreach(&o->valid, collect_range, &rp);
 		struct extent_set unsynced;   /* dirty ∪ commit: not committed upstream */
 		extent_set_init(&unsynced);
-		extent_set_foreach(&o->dirty, add_range, &unsynced);
-		extent_set_foreach(&o->commit, add_range, &unsynced);
+		extent_set_foreach(object_dirty(o), add_range, &unsynced);
+		extent_set_foreach(object_commit(o), add_range, &unsynced);
 		r->dirty = rp;
 		r->ndirty = unsynced.count;
 		extent_set_foreach(&unsynced, collect_range, &rp);
@@ -271,10 +314,13 @@ void batch_start(void)
 		 * marked first (cache_write_must_wait) */
 		if (r->nranges > o->recorded_ranges)
 			o->recorded_ranges = r->nranges;
-		r->wb_uid = o->wb_cred.uid;
-		r->wb_gid = o->wb_cred.gid;
-		r->wb_ngids = o->wb_cred.gids_len;
-		memcpy(r->wb_gids, o->wb_cred.gids, sizeof(r->wb_gids));
+		const struct rpc_cred *writer = cache_wb_cred(o);
+		if (writer) {
+			r->wb_uid = writer->uid;
+			r->wb_gid = writer->gid;
+			r->wb_ngids = writer->gids_len;
+			memcpy(r->wb_gids, writer->gids, sizeof(r->wb_gids));
+		}
 		if (o->fd >= 0 && o->valid.count)
 			job->sync_ids[job->nsync++] = o->id;
 		o->persist_queued = 0;
@@ -322,32 +368,34 @@ struct cache_object *object_from_record(const struct index_record *r)
 		extent_set_clear(&o->valid);
 		persist_mark(o);
 	}
+	struct dirty_state *ds = NULL;
+	if (r->ndirty) {
+		struct rpc_cred writer = { .flavor = RPC_AUTH_SYS, .uid = r->wb_uid, .gid = r->wb_gid };
+		writer.gids_len = r->wb_ngids <= RPC_AUTH_SYS_MAX_GIDS ? r->wb_ngids : 0;
+		memcpy(writer.gids, r->wb_gids, writer.gids_len * sizeof(writer.gids[0]));
+		snprintf(writer.machinename, sizeof(writer.machinename), "nfscached");
+		ds = dirty_state_get(o, &writer);
+	}
 	for (size_t i = 0; i < r->ndirty; i++) {
 		extent_set_add(&o->valid, r->dirty[2 * i], r->dirty[2 * i + 1]);
-		extent_set_add(&o->dirty, r->dirty[2 * i], r->dirty[2 * i + 1]);
+		extent_set_add(&ds->dirty, r->dirty[2 * i], r->dirty[2 * i + 1]);
 	}
-	if (o->dirty.count && cache_state.cfg->commit == COMMIT_LOCAL) {
+	if (ds && ds->dirty.count && cache_state.cfg->commit == COMMIT_LOCAL) {
 		/* a COMMIT may have been answered for any of them: written back
 		 * whatever the upstream file became meanwhile (the write-back of
 		 * bytes already sent may have changed it), never dropped */
 		o->wb_recover = CACHE_RECOVER_NONE;
-	} else if (o->dirty.count) {
+	} else if (ds && ds->dirty.count) {
 		/* written back once the upstream file is shown unchanged since */
 		o->wb_recover = CACHE_RECOVER_PENDING;
 	}
-	if (o->dirty.count) {
-		o->wb_cred.flavor = RPC_AUTH_SYS;
-		o->wb_cred.uid = r->wb_uid;
-		o->wb_cred.gid = r->wb_gid;
-		o->wb_cred.gids_len = r->wb_ngids <= RPC_AUTH_SYS_MAX_GIDS ? r->wb_ngids : 0;
-		memcpy(o->wb_cred.gids, r->wb_gids, sizeof(o->wb_cred.gids));
-		snprintf(o->wb_cred.machinename, sizeof(o->wb_cred.machinename), "nfscached");
-		o->local_size = o->coh.size;
+	if (ds) {
+		ds->local_size = o->coh.size;
 		uint64_t end = r->dirty[2 * r->ndirty - 1];
-		if (end > o->local_size)
-			o->local_size = end;
-		o->local_mtime_ns = o->coh.mtime_ns;
-		o->dirty_since = ev_now(cache_state.loop);
+		if (end > ds->local_size)
+			ds->local_size = end;
+		ds->local_mtime_ns = o->coh.mtime_ns;
+		ds->dirty_since = ev_now(cache_state.loop);
 		dirty_changed(o, 0);
 		if (cache_state.cfg->commit == COMMIT_LOCAL)
 			unwritten_recovered(o);
@@ -416,5 +464,6 @@ void persist_free(void)
 {
 	ARRAY_FREE(&cache_state.sync_ids);
 	ARRAY_FREE(&cache_state.deletes);
+	ARRAY_FREE(&cache_state.touches);
 	stats.cache_unwritten_bytes = stats.cache_unwritten_oldest_s = 0;
 }

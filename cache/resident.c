@@ -235,6 +235,7 @@ static void lookup_work(void *arg)
 }
 
 static void lookup_job_start(void);
+static void evict(void);
 
 /* On the loop: the answer of one lookup. */
 static void lookup_answer(struct lookup *l)
@@ -286,8 +287,10 @@ static void lookup_done(void *arg)
 		lookup_answer(l);
 	}
 	free(j);
-	if (rs.open)
+	if (rs.open) {
+		evict();   /* the woken calls returned: room for what came in */
 		lookup_job_start();
+	}
 }
 
 static void lookup_job_start(void)
@@ -310,8 +313,13 @@ int cache_resolve(const uint8_t *fh, uint32_t fh_len, struct cache_waiter *w)
 {
 	if (!rs.open || fh_len < 1 || fh_len > NFS3_FHSIZE_MAX)
 		return -EALREADY;
-	if (cache_find_resident(fh, fh_len) || resident_absent(fh, fh_len))
+	if (cache_find_resident(fh, fh_len))
 		return -EALREADY;
+	if (resident_absent(fh, fh_len)) {
+		/* remembered, for a cache_get() after objects left memory */
+		resident_absent_add(fh, fh_len);
+		return -EALREADY;
+	}
 	struct lookup **pp = pending_slot(fh, fh_len);
 	if (!*pp) {
 		struct lookup *l = xcalloc(1, sizeof(*l));
@@ -342,7 +350,7 @@ static enum evict_verdict evictable(struct cache_object *o)
 {
 	if (!object_cullable(o) || o->getattr_busy)
 		return EVICT_IN_USE;
-	if (o->persist_queued || o->persist_seq > cache_state.batch_done_seq)
+	if (o->persist_queued == PERSIST_FULL || o->persist_seq > cache_state.batch_done_seq)
 		return EVICT_SOON;
 	/* a file of an id above the start's largest is told from a crash's
 	 * orphan by the object holding it, until the reconciliation ran */
@@ -358,11 +366,11 @@ static enum evict_verdict evictable(struct cache_object *o)
 	return EVICT_NOW;
 }
 
-static void evict_cb(struct ev_loop *loop, ev_prepare *w, int revents)
+/* Evict down to cache.resident_max, as far as objects may go.  Only
+ * between the daemon's callbacks: a loop callback may hold an object
+ * unpinned until it returns. */
+static void evict(void)
 {
-	(void)loop;
-	(void)w;
-	(void)revents;
 	uint64_t max = cache_state.cfg->resident_max;
 	if (cache_state.count <= max)
 		return;
@@ -375,6 +383,8 @@ static void evict_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 		next = pos->next;
 		switch (evictable(o)) {
 		case EVICT_NOW:
+			if (o->persist_queued == PERSIST_ACCESS)
+				persist_access_later(o);   /* the one thing left to record */
 			object_evict(o);
 			evicted++;
 			break;
@@ -386,6 +396,10 @@ static void evict_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 			break;
 		}
 	}
+	if (cache_state.count > max && !list_empty(&cache_state.persist_queue) &&
+	    index_lease_holder() == INDEX_FREE)
+		batch_start();   /* what waits for the index to leave memory: now, not
+				  * at the next tick */
 	if (cache_state.count > max && !cache_state.evict_logged) {
 		cache_state.evict_logged = 1;
 		log_debug("cache: %zu objects in memory, above cache.resident_max (%llu): the "
@@ -393,6 +407,14 @@ static void evict_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 			 (unsigned long long)max);
 	} else if (cache_state.count <= max)
 		cache_state.evict_logged = 0;
+}
+
+static void evict_cb(struct ev_loop *loop, ev_prepare *w, int revents)
+{
+	(void)loop;
+	(void)w;
+	(void)revents;
+	evict();
 }
 
 /* ---- start and stop --------------------------------------------------- */

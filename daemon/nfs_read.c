@@ -273,7 +273,7 @@ static void local_reply(struct local_read *lr)
 	memset(&res, 0, sizeof(res));
 	res.status = NFS3_OK;
 	res.READ3res_u.resok.file_attributes.attributes_follow = 1;
-	res.READ3res_u.resok.file_attributes.post_op_attr_u.attributes = o->attrs;
+	cache_object_attrs(o, &res.READ3res_u.resok.file_attributes.post_op_attr_u.attributes);
 	cache_patch_attrs(o, &res.READ3res_u.resok.file_attributes.post_op_attr_u.attributes);
 	res.READ3res_u.resok.count = n;
 	res.READ3res_u.resok.eof = lr->end >= cache_client_size(o);

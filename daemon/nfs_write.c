@@ -270,7 +270,7 @@ static void write_reply_local(struct write_op *op, const wcc_attr *pre)
 	ok->file_wcc.before.attributes_follow = 1;
 	ok->file_wcc.before.pre_op_attr_u.attributes = *pre;
 	ok->file_wcc.after.attributes_follow = 1;
-	ok->file_wcc.after.post_op_attr_u.attributes = o->attrs;
+	cache_object_attrs(o, &ok->file_wcc.after.post_op_attr_u.attributes);
 	cache_patch_attrs(o, &ok->file_wcc.after.post_op_attr_u.attributes);
 	ok->count = a->count;
 	ok->committed = UNSTABLE;
@@ -299,7 +299,7 @@ static void write_try(struct write_op *op)
 				 write_access_done, op);
 		return;
 	}
-	if (cache_has_uncommitted(o) && !cred_same(&o->wb_cred, cred)) {
+	if (cache_has_uncommitted(o) && !cred_same(cache_wb_cred(o), cred)) {
 		/* another writer's dirty data goes first, with its credential */
 		op->wbw.done = retry_after_flush;
 		if (writeback_flush(o, &op->wbw) == 0)
@@ -316,7 +316,8 @@ static void write_try(struct write_op *op)
 	if (cache_write_must_wait(o, &op->waiter) || writeback_throttle(a->count, &op->waiter))
 		return;   /* op_wake() tries again */
 	wcc_attr pre;
-	fattr3 before = o->attrs;
+	fattr3 before;
+	cache_object_attrs(o, &before);
 	cache_patch_attrs(o, &before);
 	pre.size = before.size;
 	pre.mtime = before.mtime;
@@ -420,7 +421,7 @@ static void commit_after_flush(struct writeback_waiter *w, int status)
 	wcc_data *wcc = err ? &res.COMMIT3res_u.resfail.file_wcc : &res.COMMIT3res_u.resok.file_wcc;
 	if (o->have_attrs) {
 		wcc->after.attributes_follow = 1;
-		wcc->after.post_op_attr_u.attributes = o->attrs;
+		cache_object_attrs(o, &wcc->after.post_op_attr_u.attributes);
 		cache_patch_attrs(o, &wcc->after.post_op_attr_u.attributes);
 	}
 	if (err) {

@@ -427,7 +427,8 @@ static void pass_restart(struct wb_pass *p)
 	p->cur = 0;
 	p->pos = n ? p->ranges[0] : 0;
 	p->have_verf = p->verf_changed = 0;
-	p->cred = o->wb_cred;
+	if (cache_wb_cred(o))
+		p->cred = *cache_wb_cred(o);
 	memset(&p->commit, 0, sizeof(p->commit));
 	pass_pump(p);
 }
@@ -609,7 +610,8 @@ static void pass_start(struct cache_object *o)
 	size_t n;
 
 	p->o = o;
-	p->cred = o->wb_cred;
+	if (cache_wb_cred(o))
+		p->cred = *cache_wb_cred(o);
 	p->ranges = cache_dirty_take(o, &n);
 	p->n = n;
 	p->pos = n ? p->ranges[0] : 0;
@@ -625,8 +627,9 @@ static void pass_start(struct cache_object *o)
  * behind its writer? */
 static bool behind_writer(const struct cache_object *o)
 {
-	return o->dirty.bytes >= WB_BEHIND_BYTES &&
-	       o->dirty.bytes / o->dirty.count >= chunk_max();
+	const struct extent_set *dirty = cache_dirty_set(o);
+
+	return dirty->bytes >= WB_BEHIND_BYTES && dirty->bytes / dirty->count >= chunk_max();
 }
 
 void writeback_dirtied(struct cache_object *o)
@@ -664,7 +667,7 @@ static void recover_done(struct nfsd_getattr *g, enum upstream_status st, const 
 static void recover_start(struct cache_object *o)
 {
 	o->wb_recover = CACHE_RECOVER_GETATTR;
-	nfsd_getattr_send(xcalloc(1, sizeof(struct nfsd_getattr)), o, &o->wb_cred, recover_done);
+	nfsd_getattr_send(xcalloc(1, sizeof(struct nfsd_getattr)), o, cache_wb_cred(o), recover_done);
 }
 
 /* ---- scheduling ------------------------------------------------------- */
@@ -679,14 +682,14 @@ static void tick_cb(struct ev_loop *loop, ev_timer *t, int revents)
 	(void)t;
 	(void)revents;
 	list_for_each_safe(pos, tmp, head) {
-		struct cache_object *o = list_entry(pos, struct cache_object, wb_link);
+		struct cache_object *o = cache_uncommitted_object(pos);
 		if (o->wb_recover == CACHE_RECOVER_PENDING && nfsd.upstream)
 			recover_start(o);
-		if (pass_of(o) || o->wb_recover || o->dirty.count == 0)
+		if (pass_of(o) || o->wb_recover || cache_dirty_set(o)->count == 0)
 			continue;
 		if (o->wb && now < o->wb->retry_at && !waited_for(o))
 			continue;   /* refused lately: tried again after its backoff */
-		if (pressure || now - o->dirty_since >= expire_s || waited_for(o))
+		if (pressure || now - cache_dirty_since(o) >= expire_s || waited_for(o))
 			pass_start(o);
 	}
 	throttled_wake();
@@ -714,9 +717,9 @@ int writeback_flush(struct cache_object *o, struct writeback_waiter *w)
 		return -EALREADY;
 	w->o = o;
 	/* a running pass does not hold the bytes dirtied since it started */
-	w->need = (o->wb ? o->wb->started : 0) + (running == NULL || o->dirty.count != 0);
+	w->need = (o->wb ? o->wb->started : 0) + (running == NULL || cache_dirty_set(o)->count != 0);
 	list_add_tail(&writeback.waiters, &w->link);
-	if (!running && !o->wb_recover && o->dirty.count)
+	if (!running && !o->wb_recover && cache_dirty_set(o)->count)
 		pass_start(o);
 	else if (!running && !o->wb_recover)
 		ev_feed_event(writeback.loop, &writeback.tick, EV_TIMER);   /* answered from the loop */
@@ -757,7 +760,7 @@ int writeback_flush_all(void (*done)(void *arg, int status), void *arg)
 	fa->arg = arg;
 	fa->pending = 1;   /* held until every object is asked */
 	list_for_each_safe(pos, tmp, head) {
-		struct cache_object *o = list_entry(pos, struct cache_object, wb_link);
+		struct cache_object *o = cache_uncommitted_object(pos);
 		struct flush_one *one = xcalloc(1, sizeof(*one));
 		one->w.done = flush_all_one;
 		one->fa = fa;

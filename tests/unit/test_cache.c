@@ -24,6 +24,7 @@
 #include "config.h"
 
 #include <dirent.h>
+#include <malloc.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -37,6 +38,7 @@
 #include "cache/backing.h"
 #include "cache/cache.h"
 #include "cache/cache_int.h"
+#include "cache/cred.h"
 #include "cache/index.h"
 #include "cache/worker.h"
 #include "common/log.h"
@@ -289,7 +291,7 @@ static int on_dirty_list(const struct cache_object *o)
 	struct list_node *pos, *tmp;
 
 	list_for_each_safe(pos, tmp, cache_uncommitted_list())
-		if (list_entry(pos, struct cache_object, wb_link) == o)
+		if (cache_uncommitted_object(pos) == o)
 			return 1;
 	return 0;
 }
@@ -330,8 +332,8 @@ static void test_write_extends(void)
 	is_int(!cache_write_must_wait(o, &w.w), 1, "nothing recorded yet: local writes may go at once");
 	is_int(written(o, 10, 10, 'w'), 0, "cache_write_local 10 bytes at 10");
 	is_set(&o->valid, "[0,20)", "valid");
-	is_set(&o->dirty, "[10,20)", "dirty");
-	is_set(&o->commit, "", "commit set");
+	is_set(object_dirty(o), "[10,20)", "dirty");
+	is_set(object_commit(o), "", "commit set");
 	is_int(cache_has_uncommitted(o), 1, "cache_has_uncommitted");
 	is_int(cache_client_size(o), 20, "cache_client_size() is the local size");
 	is_int(o->coh.size, 10, "the coherency data still say the upstream's 10");
@@ -339,7 +341,7 @@ static void test_write_extends(void)
 	is_int(stats.cache_write_bytes, 10, "cache.write.bytes");
 	is_int(stats.cache_bytes, 20, "cache.bytes");
 	ok(on_dirty_list(o) && dirty_list_length() == 1, "the object is on cache_uncommitted_list()");
-	ok(memcmp(&o->wb_cred, &writer, sizeof(writer)) == 0, "the writer's credential is kept");
+	ok(cache_wb_cred(o) && cred_equal(cache_wb_cred(o), &writer), "the writer's credential is kept");
 	cache_patch_attrs(o, &a);
 	is_int(a.size, 20, "cache_patch_attrs: size 20");
 	ok(a.used >= 20, "cache_patch_attrs: used %llu >= 20", (unsigned long long)a.used);
@@ -371,7 +373,7 @@ static void test_write_gap(void)
 	is_int(fetched(o, 0, 20, 'u', cache_seq()), 0, "the upstream's 20 bytes stored");
 	is_int(written(o, 100, 10, 'w'), 0, "cache_write_local 10 bytes at 100");
 	is_set(&o->valid, "[0,110)", "valid: the gap 20..100 included");
-	is_set(&o->dirty, "[100,110)", "dirty: only the written bytes");
+	is_set(object_dirty(o), "[100,110)", "dirty: only the written bytes");
 	is_int(cache_client_size(o), 110, "cache_client_size()");
 	is_int(stats.cache_dirty_bytes, 10, "cache.dirty.bytes");
 	is_int(stats.cache_write_bytes, 10, "cache.write.bytes: the zeros are not written bytes");
@@ -382,7 +384,7 @@ static void test_write_gap(void)
 	/* the next gap starts at the local size, not the upstream's */
 	is_int(written(o, 200, 10, 'x'), 0, "cache_write_local 10 bytes at 200");
 	is_set(&o->valid, "[0,210)", "valid: the gap 110..200 included");
-	is_set(&o->dirty, "[100,110) [200,210)", "dirty");
+	is_set(object_dirty(o), "[100,110) [200,210)", "dirty");
 	is_int(holds(o, 110, 90, 0), 0, "the second gap reads as zeros");
 	is_int(cache_client_size(o), 210, "cache_client_size()");
 	is_int(stats.cache_dirty_bytes, 20, "cache.dirty.bytes");
@@ -399,16 +401,16 @@ static void test_ranges_in_page(void)
 
 	is_int(written(o, 100, 10, 'a'), 0, "write 100..110");
 	is_int(written(o, 300, 10, 'b'), 0, "write 300..310");
-	is_set(&o->dirty, "[100,110) [300,310)", "two dirty ranges, not widened to one");
+	is_set(object_dirty(o), "[100,110) [300,310)", "two dirty ranges, not widened to one");
 	is_set(&o->valid, "[100,110) [300,310)", "valid: the same two ranges");
 	is_int(stats.cache_dirty_bytes, 20, "cache.dirty.bytes");
 	is_int(cache_client_size(o), 4096, "cache_client_size(): the upstream's, not extended");
 	is_int(written(o, 110, 10, 'c'), 0, "write 110..120 (touching at the end)");
-	is_set(&o->dirty, "[100,120) [300,310)", "merged with the range it touches");
+	is_set(object_dirty(o), "[100,120) [300,310)", "merged with the range it touches");
 	is_int(written(o, 90, 10, 'd'), 0, "write 90..100 (touching at the start)");
-	is_set(&o->dirty, "[90,120) [300,310)", "merged again");
+	is_set(object_dirty(o), "[90,120) [300,310)", "merged again");
 	is_int(written(o, 305, 10, 'e'), 0, "write 305..315 (overlapping)");
-	is_set(&o->dirty, "[90,120) [300,315)", "overlap merged");
+	is_set(object_dirty(o), "[90,120) [300,315)", "overlap merged");
 	is_set(&o->valid, "[90,120) [300,315)", "valid follows");
 	is_int(stats.cache_dirty_bytes, 45, "cache.dirty.bytes");
 	is_int(stats.cache_write_bytes, 50, "cache.write.bytes: every byte written");
@@ -434,7 +436,7 @@ static void test_store_under_dirty(void)
 	is_int(written(o, 100, 10, 'w'), 0, "write 100..110");
 	is_int(fetched(o, 0, 4096, 'f', gen), 0, "a fetched page 0..4096 is stored");
 	is_set(&o->valid, "[0,4096)", "valid: the whole page");
-	is_set(&o->dirty, "[100,110)", "dirty: unchanged");
+	is_set(object_dirty(o), "[100,110)", "dirty: unchanged");
 	is_int(stats.cache_bytes, 4096, "cache.bytes");
 	is_int(stats.cache_dirty_bytes, 10, "cache.dirty.bytes");
 	is_int(holds(o, 100, 10, 'w'), 0, "the dirty bytes are kept (newer)");
@@ -450,8 +452,8 @@ static void test_store_under_dirty(void)
 	is_int(holds(o, 110, 90, 'g'), 0, "110..200 refreshed");
 	is_int(holds(o, 210, 4096 - 210, 'g'), 0, "210..4096 refreshed");
 	is_set(&o->valid, "[0,4096)", "valid");
-	is_set(&o->commit, "[100,110)", "commit set");
-	is_set(&o->dirty, "[200,210)", "dirty");
+	is_set(object_commit(o), "[100,110)", "commit set");
+	is_set(object_dirty(o), "[200,210)", "dirty");
 	teardown();
 }
 
@@ -472,8 +474,8 @@ static void test_invalidate(void)
 	uint64_t gen = o->gen;
 	cache_invalidate(o, "test");
 	is_set(&o->valid, "[100,110) [300,310)", "valid: only the sent and the dirty bytes");
-	is_set(&o->commit, "[100,110)", "commit set kept");
-	is_set(&o->dirty, "[300,310)", "dirty kept");
+	is_set(object_commit(o), "[100,110)", "commit set kept");
+	is_set(object_dirty(o), "[300,310)", "dirty kept");
 	is_int(stats.cache_bytes, 20, "cache.bytes");
 	is_int(stats.cache_dirty_bytes, 20, "cache.dirty.bytes");
 	is_int(stats.cache_invalidations, 1, "cache.invalidations");
@@ -507,18 +509,18 @@ static void test_pass(void)
 	ok(r && r[0] == 100 && r[1] == 110 && r[2] == 300 && r[3] == 310,
 	   "pairs (100, 110), (300, 310)");
 	free(r);
-	is_set(&o->dirty, "", "dirty: empty");
-	is_set(&o->commit, "[100,110) [300,310)", "commit set");
+	is_set(object_dirty(o), "", "dirty: empty");
+	is_set(object_commit(o), "[100,110) [300,310)", "commit set");
 	is_int(stats.cache_dirty_bytes, 20, "cache.dirty.bytes unchanged");
 	ok(cache_has_uncommitted(o) && on_dirty_list(o), "still has dirty data, still listed");
 	is_int(cache_client_size(o), 4096, "cache_client_size()");
 	is_int(written(o, 105, 3, 'c'), 0, "a write during the pass: 105..108");
-	is_set(&o->dirty, "[105,108)", "dirty again");
-	is_set(&o->commit, "[100,110) [300,310)", "commit set unchanged");
+	is_set(object_dirty(o), "[105,108)", "dirty again");
+	is_set(object_commit(o), "[100,110) [300,310)", "commit set unchanged");
 	is_int(stats.cache_dirty_bytes, 20, "cache.dirty.bytes: |dirty ∪ sent| (105..108 lies in 100..110)");
 	cache_commit_settle(o, CACHE_COMMITTED);
-	is_set(&o->dirty, "[105,108)", "COMMITTED: the re-dirtied bytes stay dirty");
-	is_set(&o->commit, "", "COMMITTED: commit set empty");
+	is_set(object_dirty(o), "[105,108)", "COMMITTED: the re-dirtied bytes stay dirty");
+	is_set(object_commit(o), "", "COMMITTED: commit set empty");
 	is_set(&o->valid, "[0,4096)", "COMMITTED: the others clean but valid");
 	is_int(stats.cache_dirty_bytes, 3, "cache.dirty.bytes");
 	is_int(stats.cache_bytes, 4096, "cache.bytes");
@@ -542,12 +544,12 @@ static void test_pass(void)
 	run_for(0.01);
 	ev_tstamp now = ev_now(lp);
 	cache_commit_settle(p, CACHE_RESEND);
-	is_set(&p->dirty, "[100,110) [300,310)", "RESEND: dirty again");
-	is_set(&p->commit, "", "RESEND: commit set empty");
+	is_set(object_dirty(p), "[100,110) [300,310)", "RESEND: dirty again");
+	is_set(object_commit(p), "", "RESEND: commit set empty");
 	is_set(&p->valid, "[0,4096)", "RESEND: valid");
 	is_int(stats.cache_dirty_bytes, 20, "cache.dirty.bytes");
 	ok(on_dirty_list(p), "listed");
-	ok(p->dirty_since == now, "dirty since the settle");
+	ok(cache_dirty_since(p) == now, "dirty since the settle");
 
 	struct cache_object *q = object("case6c", 4096, 63);
 	fetched(q, 0, 4096, 'f', cache_seq());
@@ -557,8 +559,8 @@ static void test_pass(void)
 	written(q, 305, 3, 'c');
 	uint64_t gen = q->gen, before = stats.cache_dirty_bytes;
 	cache_commit_settle(q, CACHE_FAILED);
-	is_set(&q->dirty, "[305,308)", "FAILED: the bytes written again stay dirty");
-	is_set(&q->commit, "", "FAILED: commit set empty");
+	is_set(object_dirty(q), "[305,308)", "FAILED: the bytes written again stay dirty");
+	is_set(object_commit(q), "", "FAILED: commit set empty");
 	is_set(&q->valid, "[0,100) [110,300) [305,308) [310,4096)", "FAILED: the rest is not valid");
 	is_int(before - stats.cache_dirty_bytes, 17, "cache.dirty.bytes down to the 3 written again");
 	is_int(stats.cache_bytes, 3 * 4096 - 17, "cache.bytes");
@@ -583,15 +585,15 @@ static void test_drop(void)
 	written(o, 100, 10, 'a');
 	written(p, 100, 10, 'b');
 	ok(dirty_list_length() == 2 &&
-	   list_entry(cache_uncommitted_list()->next, struct cache_object, wb_link) == o,
+	   cache_uncommitted_object(cache_uncommitted_list()->next) == o,
 	   "cache_uncommitted_list(): both, in the order they became dirty");
 	free(cache_dirty_take(o, &n));
 	written(o, 300, 10, 'c');
 	is_int(stats.cache_dirty_bytes, 30, "cache.dirty.bytes");
 	is_int(cache_dirty_drop(o, 0, UINT64_MAX), 20, "drop everything of the first: 20 bytes");
 	ok(!cache_has_uncommitted(o), "no dirty data left");
-	is_set(&o->dirty, "", "dirty empty");
-	is_set(&o->commit, "", "commit set empty");
+	is_set(object_dirty(o), "", "dirty empty");
+	is_set(object_commit(o), "", "commit set empty");
 	is_set(&o->valid, "[0,100) [110,300) [310,4096)", "the dropped bytes are not valid");
 	is_int(stats.cache_dirty_bytes, 10, "cache.dirty.bytes: the other object's");
 	is_int(stats.cache_bytes, 2 * 4096 - 20, "cache.bytes");
@@ -601,7 +603,7 @@ static void test_drop(void)
 
 	written(p, 200, 10, 'd');
 	is_int(cache_dirty_drop(p, 105, 205), 10, "drop 105..205 of (100..110, 200..210): 10 bytes");
-	is_set(&p->dirty, "[100,105) [205,210)", "dirty: the rest");
+	is_set(object_dirty(p), "[100,105) [205,210)", "dirty: the rest");
 	is_set(&p->valid, "[0,105) [110,200) [205,4096)", "valid");
 	is_int(cache_dirty_drop(p, 0, UINT64_MAX), 10, "drop the rest: 10 bytes");
 	is_int(stats.cache_dirty_bytes, 0, "cache.dirty.bytes back to 0");
@@ -625,16 +627,16 @@ static void test_truncate(void)
 	written(o, 3100, 10, 'c');
 	cache_truncate(o, 200);
 	is_set(&o->valid, "[0,200)", "valid cut at 200");
-	is_set(&o->commit, "[100,110)", "sent bytes past 200 dropped");
-	is_set(&o->dirty, "", "dirty bytes past 200 dropped");
+	is_set(object_commit(o), "[100,110)", "sent bytes past 200 dropped");
+	is_set(object_dirty(o), "", "dirty bytes past 200 dropped");
 	is_int(stats.cache_dirty_bytes, 10, "cache.dirty.bytes");
 	is_int(stats.cache_bytes, 200, "cache.bytes");
 	is_int(cache_client_size(o), 200, "cache_client_size()");
 	is_int(backing_size(o), 200, "the backing file is cut too");
 	written(o, 150, 10, 'd');
 	cache_truncate(o, 105);
-	is_set(&o->dirty, "", "dirty 150..160 dropped");
-	is_set(&o->commit, "[100,105)", "sent range cut at 105");
+	is_set(object_dirty(o), "", "dirty 150..160 dropped");
+	is_set(object_commit(o), "[100,105)", "sent range cut at 105");
 	is_set(&o->valid, "[0,105)", "valid");
 	is_int(stats.cache_dirty_bytes, 5, "cache.dirty.bytes");
 	is_int(cache_client_size(o), 105, "cache_client_size()");
@@ -676,16 +678,22 @@ static void test_persistence(void)
 		teardown();
 		return;
 	}
-	is_set(&o->dirty, "[100,110) [300,310)", "dirty ranges back");
+	is_set(object_dirty(o), "[100,110) [300,310)", "dirty ranges back");
 	is_set(&o->valid, "[0,4096)", "valid: clean stop, everything trusted");
-	is_set(&o->commit, "", "commit set empty");
+	is_set(object_commit(o), "", "commit set empty");
 	is_int(o->wb_recover, CACHE_RECOVER_PENDING, "wb_recover = 1");
 	is_int(o->wopen, CACHE_WOPEN_NONE, "not written to in this life yet");
-	is_int(o->wb_cred.flavor, RPC_AUTH_SYS, "credential: AUTH_SYS");
-	is_int(o->wb_cred.uid, 1000, "credential: uid");
-	is_int(o->wb_cred.gid, 100, "credential: gid");
-	ok(o->wb_cred.gids_len == 3 && o->wb_cred.gids[0] == 100 && o->wb_cred.gids[1] == 200 &&
-	   o->wb_cred.gids[2] == 300, "credential: gids 100 200 300");
+	const struct rpc_cred *wc = cache_wb_cred(o);
+	ok(wc != NULL, "a write-back credential");
+	if (!wc) {
+		teardown();
+		return;
+	}
+	is_int(wc->flavor, RPC_AUTH_SYS, "credential: AUTH_SYS");
+	is_int(wc->uid, 1000, "credential: uid");
+	is_int(wc->gid, 100, "credential: gid");
+	ok(wc->gids_len == 3 && wc->gids[0] == 100 && wc->gids[1] == 200 && wc->gids[2] == 300,
+	   "credential: gids 100 200 300");
 	is_int(stats.cache_dirty_bytes, 30, "cache.dirty.bytes: 20 + 10");
 	is_int(stats.cache_bytes, 2 * 4096, "cache.bytes");
 	ok(dirty_list_length() == 2 && on_dirty_list(o) && on_dirty_list(p), "both listed dirty");
@@ -696,7 +704,7 @@ static void test_persistence(void)
 	fattr3 same = upstream_attrs(4096, UPSTREAM_MTIME_S, 91);
 	cache_attrs_update(o, &same, cache_seq());
 	is_int(o->wb_recover, CACHE_RECOVER_NONE, "matching attributes: wb_recover 0");
-	is_set(&o->dirty, "[100,110) [300,310)", "matching attributes: dirty data kept");
+	is_set(object_dirty(o), "[100,110) [300,310)", "matching attributes: dirty data kept");
 	is_set(&o->valid, "[0,4096)", "matching attributes: valid kept");
 	is_int(stats.cache_invalidations, 0, "no invalidation");
 
@@ -837,14 +845,14 @@ static void test_crash(void)
 		return;
 	}
 	is_set(&a->valid, "[100,110)", "written-to object: only its recorded dirty range is valid");
-	is_set(&a->dirty, "[100,110)", "written-to object: its recorded dirty range");
+	is_set(object_dirty(a), "[100,110)", "written-to object: its recorded dirty range");
 	is_int(a->wb_recover, CACHE_RECOVER_PENDING, "wb_recover 1");
-	is_int(a->wb_cred.uid, 1000, "the writer's uid");
+	is_int(cache_wb_cred(a) ? cache_wb_cred(a)->uid : 0, 1000, "the writer's uid");
 	is_int(holds(a, 100, 10, 'a'), 0, "the recorded dirty bytes read back");
 	is_int(holds(a, 500, 10, 'z'), -EIO, "the unrecorded write is not trusted");
 	is_int(holds(a, 0, 100, 'f'), -EIO, "recorded clean bytes of it are not trusted");
 	is_set(&b->valid, "[0,4096)", "an object never written to keeps its recorded range");
-	is_set(&b->dirty, "", "... and has nothing dirty");
+	is_set(object_dirty(b), "", "... and has nothing dirty");
 	is_int(holds(b, 0, 4096, 'g'), 0, "its bytes read back");
 	is_int(stats.cache_bytes, 4096 + 10, "cache.bytes");
 	is_int(stats.cache_dirty_bytes, 10, "cache.dirty.bytes");
@@ -898,7 +906,7 @@ static void test_write_during_batch(void)
 	ok(!extent_set_covers(&a->valid, 100, 110),
 	   "the unrecorded local write is not trusted as the upstream's bytes");
 	diag("    valid bytes %llu, dirty bytes %llu, 100..110 read: %d",
-	     (unsigned long long)a->valid.bytes, (unsigned long long)a->dirty.bytes,
+	     (unsigned long long)a->valid.bytes, (unsigned long long)object_dirty(a)->bytes,
 	     holds(a, 100, 10, 'a'));
 	teardown();
 }
@@ -920,8 +928,8 @@ static void test_invalidate_overlap(void)
 	cache_invalidate(o, "test");
 	is_set(&o->valid, "[100,110)", "the clean bytes 200..210 are dropped");
 	is_int(stats.cache_invalidations, 1, "cache.invalidations");
-	is_set(&o->dirty, "[100,110)", "dirty kept");
-	is_set(&o->commit, "[100,110)", "commit set kept");
+	is_set(object_dirty(o), "[100,110)", "dirty kept");
+	is_set(object_commit(o), "[100,110)", "commit set kept");
 	teardown();
 }
 
@@ -939,7 +947,7 @@ static void test_recover_quiet(void)
 	log_set_level(LOG_LEVEL_ERROR);
 	is_int(cache_open_here(), 0, "cache_init again");
 	o = find("case13");
-	ok(o && o->wb_recover == CACHE_RECOVER_PENDING && o->dirty.bytes == 10,
+	ok(o && o->wb_recover == CACHE_RECOVER_PENDING && object_dirty(o)->bytes == 10,
 	   "the dirty range comes back");
 	if (o) {
 		fattr3 other = upstream_attrs(4096, UPSTREAM_MTIME_S + 1, 131);
@@ -1431,6 +1439,195 @@ static void test_resident(void)
 	teardown();
 }
 
+/* ---- 21. bytes per resident object -------------------------------- */
+
+/*
+ * The bytes glibc's allocator takes for the block at `p`: its usable size
+ * plus the 8-byte chunk header, in 16-byte granules, 32 at least (x86-64).
+ * malloc_usable_size() gives the usable size under glibc and the size asked
+ * for under ASan: both round to the same chunk, so the count is the same
+ * in both builds.
+ */
+static size_t chunk_bytes(const void *p)
+{
+	if (!p)
+		return 0;
+	size_t n = (malloc_usable_size((void *)p) + 8 + 15) & ~(size_t)15;
+	return n < 32 ? 32 : n;
+}
+
+/* Heap bytes in use (malloc'd and mmap'd): under ASan the allocator is
+ * ASan's and glibc's figure does not move, so it is not asked. */
+static size_t heap_in_use(void)
+{
+#ifdef __SANITIZE_ADDRESS__
+	return 0;
+#else
+	struct mallinfo2 m = mallinfo2();
+	return m.uordblks + m.hblkhd;
+#endif
+}
+
+#define BYTES_OBJECTS 100000
+#define BYTES_FH_LEN 32         /* ganesha's and knfsd's handles are shorter than 64 */
+#define BYTES_CLEAN_MAX 432     /* the object with one valid range and one ACCESS slot */
+#define BYTES_TABLE_MAX 16      /* the object table's bucket per object */
+
+static void bytes_fh(uint8_t *fh, uint32_t i, uint8_t fill)
+{
+	memset(fh, fill, BYTES_FH_LEN);
+	memcpy(fh, &i, sizeof(i));
+}
+
+static void test_object_bytes(void)
+{
+	const struct rpc_cred reader = { .flavor = RPC_AUTH_SYS, .uid = 1000, .gid = 100 };
+	uint8_t fh[BYTES_FH_LEN];
+	size_t pieces = 0, access = 0, shared = 0;
+
+	setup();
+	diag("21. bytes per resident object: %d clean objects with a %d-byte handle",
+	     BYTES_OBJECTS, BYTES_FH_LEN);
+	size_t h0 = heap_in_use();
+	for (uint32_t i = 0; i < BYTES_OBJECTS; i++) {
+		bytes_fh(fh, i, 0xa5);
+		struct cache_object *o = cache_get(fh, sizeof(fh));
+		fattr3 a = upstream_attrs(4096, UPSTREAM_MTIME_S, i + 1);
+		cache_attrs_update(o, &a, cache_seq());
+		extent_set_add(&o->valid, 0, 4096);   /* one range, as a fetch leaves it */
+		bytes_changed(0, 4096);
+		shared += o->access != NULL || o->dirty_state != NULL;
+		pieces += chunk_bytes(o) + chunk_bytes(o->valid.root);
+	}
+	size_t h1 = heap_in_use();
+	for (uint32_t i = 0; i < BYTES_OBJECTS; i++) {
+		bytes_fh(fh, i, 0xa5);
+		struct cache_object *o = cache_find(fh, sizeof(fh));
+		cache_access_record(o, &reader, ACCESS3_READ, ACCESS3_READ);
+		access += chunk_bytes(o->access);
+	}
+	size_t h2 = heap_in_use();
+	size_t table = cache_state.nbuckets * sizeof(*cache_state.buckets) / BYTES_OBJECTS;
+	diag("sizeof(struct cache_object) %zu, the handle at %zu", sizeof(struct cache_object),
+	     offsetof(struct cache_object, fh));
+	diag("clean object, one valid range: %zu bytes (object and extent node chunks), "
+	     "+%zu for one ACCESS slot, +%zu of the object table",
+	     pieces / BYTES_OBJECTS, access / BYTES_OBJECTS, table);
+	is_int(shared, 0, "no ACCESS slots nor write-back state before they are needed");
+	ok((pieces + access) / BYTES_OBJECTS <= BYTES_CLEAN_MAX, "clean object: %zu bytes <= %d",
+	   (pieces + access) / BYTES_OBJECTS, BYTES_CLEAN_MAX);
+	ok(table <= BYTES_TABLE_MAX, "object table: %zu bytes per object <= %d", table,
+	   BYTES_TABLE_MAX);
+#ifndef __SANITIZE_ADDRESS__
+	diag("heap in use: %zu bytes per clean object, %zu with its ACCESS slot",
+	     (h1 - h0) / BYTES_OBJECTS, (h2 - h0) / BYTES_OBJECTS);
+	ok((h2 - h0) / BYTES_OBJECTS <= BYTES_CLEAN_MAX + BYTES_TABLE_MAX,
+	   "heap in use per clean object and its slot: %zu <= %d", (h2 - h0) / BYTES_OBJECTS,
+	   BYTES_CLEAN_MAX + BYTES_TABLE_MAX);
+#else
+	(void)h0;
+	(void)h1;
+	(void)h2;
+	diag("heap in use: not measured under ASan (its allocator is not glibc's)");
+#endif
+	for (uint32_t i = 0; i < BYTES_OBJECTS; i++) {
+		bytes_fh(fh, i, 0xa5);
+		object_remove(cache_find(fh, sizeof(fh)));
+	}
+	is_int(stats.cache_objects, 0, "cache.objects 0 once they are removed");
+	teardown();
+}
+
+/* ---- 22. write-back credentials shared -------------------------------- */
+
+#define CRED_OBJECTS 10000
+#define BYTES_DIRTY_MAX 624     /* a clean object's, the write-back state and its range */
+
+static void test_shared_creds(void)
+{
+	struct rpc_cred creds[3];
+	struct cache_object **objs = calloc(CRED_OBJECTS, sizeof(*objs));
+	uint8_t fh[BYTES_FH_LEN], data[100];
+	size_t pieces = 0, state = 0, same = 0, written_ok = 0;
+
+	if (!objs)
+		abort();
+	setup();
+	diag("22. %d objects written by 3 credentials share 3 copies of them", CRED_OBJECTS);
+	for (int k = 0; k < 3; k++) {
+		creds[k] = writer;
+		creds[k].uid = 2000 + (uint32_t)k;
+	}
+	memset(data, 'w', sizeof(data));
+	size_t h0 = heap_in_use();
+	for (uint32_t i = 0; i < CRED_OBJECTS; i++) {
+		bytes_fh(fh, i, 0x5a);
+		struct cache_object *o = objs[i] = cache_get(fh, sizeof(fh));
+		fattr3 a = upstream_attrs(0, UPSTREAM_MTIME_S, i + 1);
+		cache_attrs_update(o, &a, cache_seq());
+		written_ok += cache_write_local(o, 0, data, sizeof(data), &creds[i % 3]) == 0;
+		pieces += chunk_bytes(o) + chunk_bytes(o->valid.root);
+		if (o->dirty_state)
+			state += chunk_bytes(o->dirty_state) + chunk_bytes(o->dirty_state->dirty.root);
+	}
+	size_t h1 = heap_in_use();
+	is_int(written_ok, CRED_OBJECTS, "every write accepted");
+	is_int(cred_count(), 3, "3 distinct credentials held");
+	for (uint32_t i = 3; i < CRED_OBJECTS; i++)
+		same += cache_wb_cred(objs[i]) == cache_wb_cred(objs[i - 3]) &&
+			cache_wb_cred(objs[i]) != cache_wb_cred(objs[i - 1]);
+	is_int(same, CRED_OBJECTS - 3, "objects of one writer point to one copy, of another to another");
+	ok(cred_equal(cache_wb_cred(objs[1]), &creds[1]), "the copy is the writer's credential");
+	is_int(stats.cache_dirty_bytes, CRED_OBJECTS * sizeof(data), "cache.dirty.bytes");
+	diag("dirty object, 100 bytes written: %zu bytes (a clean one's %zu, the write-back state "
+	     "and its dirty range %zu); the credential shared",
+	     (pieces + state) / CRED_OBJECTS, pieces / CRED_OBJECTS, state / CRED_OBJECTS);
+	ok((pieces + state) / CRED_OBJECTS <= BYTES_DIRTY_MAX, "dirty object: %zu bytes <= %d",
+	   (pieces + state) / CRED_OBJECTS, BYTES_DIRTY_MAX);
+#ifndef __SANITIZE_ADDRESS__
+	diag("heap in use: %zu bytes per dirty object", (h1 - h0) / CRED_OBJECTS);
+#else
+	(void)h0;
+	(void)h1;
+#endif
+
+	/* the same writer under another stamp is the same credential */
+	struct rpc_cred restamped = creds[0];
+	restamped.stamp = 12345;
+	written_ok = cache_write_local(objs[0], 0, data, 10, &restamped) == 0;
+	ok(written_ok && cred_count() == 3 && cache_wb_cred(objs[0]) == cache_wb_cred(objs[3]),
+	   "another stamp: still 3 copies, the same one");
+	/* another machine name is another credential */
+	struct rpc_cred elsewhere = creds[0];
+	snprintf(elsewhere.machinename, sizeof(elsewhere.machinename), "other");
+	written_ok = cache_write_local(objs[0], 0, data, 10, &elsewhere) == 0;
+	ok(written_ok && cred_count() == 4 && cache_wb_cred(objs[0]) != cache_wb_cred(objs[3]),
+	   "another machine name: a 4th copy");
+
+	/* half committed upstream, half dropped: the write-back state ends */
+	size_t n, left = 0;
+	for (uint32_t i = 0; i < CRED_OBJECTS; i++) {
+		if (i % 2) {
+			free(cache_dirty_take(objs[i], &n));
+			cache_commit_settle(objs[i], CACHE_COMMITTED);
+		} else
+			cache_dirty_drop(objs[i], 0, UINT64_MAX);
+		left += objs[i]->dirty_state != NULL;
+	}
+	is_int(left, 0, "no write-back state left once nothing is uncommitted");
+	is_int(cred_count(), 0, "no credential held");
+	is_int(stats.cache_dirty_bytes, 0, "cache.dirty.bytes 0");
+	is_int(dirty_list_length(), 0, "cache_uncommitted_list() empty");
+
+	/* an object freed with its write-back state gives its reference back */
+	written_ok = cache_write_local(objs[1], 0, data, 10, &creds[1]) == 0;
+	ok(written_ok && cred_count() == 1, "written again: 1 credential");
+	cache_finalise();
+	is_int(cred_count(), 0, "cache_finalise freed it with the object");
+	backing_remove_tree(cache_dir);
+	free(objs);
+}
+
 int main(void)
 {
 	lp = ev_loop_new(EVFLAG_AUTO);
@@ -1466,6 +1663,8 @@ int main(void)
 	test_cull_order();
 	test_closed_while_queued();
 	test_resident();
+	test_object_bytes();
+	test_shared_creds();
 
 	ev_loop_destroy(lp);
 	return done();
