@@ -8,6 +8,10 @@
  * that part.  Page-level questions (is page N wholly uptodate up to EOF?) are
  * answered from the ranges.  Operations are O(log n) in the number of ranges
  * (a red-black tree, <bsd/sys/tree.h>).  Single-threaded; no I/O.
+ *
+ * A set of one range (most cache objects: a small file read whole) holds it
+ * in struct extent_set itself and allocates nothing; the tree exists only
+ * while the set holds two ranges or more.
  */
 #ifndef NFSCACHED_EXTENT_H
 #define NFSCACHED_EXTENT_H
@@ -17,14 +21,23 @@
 
 struct extent_node;
 
+/*
+ * count and bytes are public (read-only outside extent.c); the union is
+ * extent.c's alone and means what count says: nothing when count is 0, the
+ * one range [first, first + bytes) when count is 1, the tree when count is 2
+ * or more.  All zero bytes is an empty set.
+ */
 struct extent_set {
-	struct extent_node *root;   /* RB tree root, keyed by start */
+	union {
+		struct extent_node *root;   /* count >= 2: RB tree root, keyed by start */
+		uint64_t first;             /* count == 1: the range's first byte */
+	} held;
 	size_t count;               /* ranges held */
 	uint64_t bytes;             /* sum of their lengths */
 };
 
 /* An empty set.  EXTENT_SET_INIT for static initialisation. */
-#define EXTENT_SET_INIT { NULL, 0, 0 }
+#define EXTENT_SET_INIT { { NULL }, 0, 0 }
 void extent_set_init(struct extent_set *s);
 
 /* Remove every range and free the memory.  The set stays usable (empty). */

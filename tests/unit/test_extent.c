@@ -2,13 +2,41 @@
  * test_extent.c — sets of byte ranges (cache/extent.c): add and merge,
  * remove and split, covers, first_gap, page_uptodate up to EOF and across the
  * 64-bit range, foreach order and early stop, exact count and bytes and the
- * red-black invariants after every change, a randomized comparison with a
- * byte map, and a timing diagnostic at cache scale.
+ * red-black invariants after every change, no node held by a set of one
+ * range (nor leaked by any), a randomized comparison with a byte map (also
+ * in a window small enough that the set goes between none, one and many
+ * ranges all the time), and a timing diagnostic at cache scale.
  */
 #include <stdlib.h>
 #include <time.h>
 
+#include "common/xalloc.h"
+
+/*
+ * Nodes extent.c holds now: its xmalloc and free calls (all of them for
+ * nodes) are renamed to these while extent.c is included.  The tests hold
+ * one set with nodes at a time, so this must equal that set's node count.
+ */
+static long nodes_live;
+
+static void *counted_xmalloc(size_t size)
+{
+	nodes_live++;
+	return xmalloc(size);
+}
+
+static void counted_free(void *p)
+{
+	if (p)
+		nodes_live--;
+	free(p);
+}
+
+#define xmalloc counted_xmalloc
+#define free counted_free
 #include "cache/extent.c"
+#undef xmalloc
+#undef free
 
 #include "tests/unit/tap.h"
 
@@ -36,6 +64,11 @@ static int rb_black_height(const struct extent_node *n, const struct extent_node
 	if (l < 0 || r < 0 || l != r)
 		return -1;
 	return l + (RB_COLOR(n, entry) == RB_BLACK);
+}
+
+static size_t rb_nodes(const struct extent_node *n)
+{
+	return n ? 1 + rb_nodes(RB_LEFT(n, entry)) + rb_nodes(RB_RIGHT(n, entry)) : 0;
 }
 
 static int rb_depth(const struct extent_node *n)
@@ -69,18 +102,27 @@ static int walk_cb(uint64_t start, uint64_t end, void *ctx)
 }
 
 /* 1 when the set is well formed: ranges non-empty, increasing and apart
- * (merged), count and bytes equal to what they hold, a valid red-black tree.
- * Otherwise 0, with the reason as a diag. */
+ * (merged), count and bytes equal to what they hold, a valid red-black tree
+ * of `count` nodes when it holds two ranges or more, and no node at all
+ * (none allocated) when it holds one or none.  Otherwise 0, with the reason
+ * as a diag.  `s` must be the only set holding nodes. */
 static int set_valid(const struct extent_set *s)
 {
 	struct walk w = { 0, 0, 0, 0 };
+	long want_nodes = s->count >= 2 ? (long)s->count : 0;
 
-	if (s->root && RB_COLOR(s->root, entry) != RB_BLACK) {
+	if (nodes_live != want_nodes) {
+		diag("    %zu ranges held in %ld nodes, expected %ld", s->count, nodes_live,
+		     want_nodes);
+		return 0;
+	}
+	if (s->count >= 2 && RB_COLOR(s->held.root, entry) != RB_BLACK) {
 		diag("    root is red");
 		return 0;
 	}
-	if (rb_black_height(s->root, NULL) < 0) {
-		diag("    red-black invariant broken");
+	if (s->count >= 2 && (rb_black_height(s->held.root, NULL) < 0 ||
+			      rb_nodes(s->held.root) != s->count)) {
+		diag("    red-black invariant broken, or not count nodes");
 		return 0;
 	}
 	extent_set_foreach(s, walk_cb, &w);
@@ -491,11 +533,90 @@ static void test_clear(void)
 	ok(static_set.count == 500 && static_set.bytes == 500 * KiB && set_valid(&static_set),
 	   "clear: 500 ranges before");
 	extent_set_clear(&static_set);
-	ok(static_set.root == NULL, "clear: root NULL after");
+	ok(static_set.held.root == NULL && nodes_live == 0, "clear: root NULL, every node freed");
 	EXPECT_EMPTY(&static_set, "clear: count and bytes 0 after");
 	extent_set_add(&static_set, 1, 2);
 	EXPECT(&static_set, "clear: the set is usable after", { 1, 2 });
 	extent_set_clear(&static_set);
+}
+
+/* One range inline, no node: most cache objects hold exactly one. */
+static void test_inline(void)
+{
+	struct extent_set s = EXTENT_SET_INIT;
+	struct collected c = { 0 };
+
+	diag("sizeof(struct extent_set) %zu, an allocated node %zu",
+	     sizeof(struct extent_set), sizeof(struct extent_node));
+	ok(sizeof(struct extent_set) <= sizeof(void *) + sizeof(size_t) + sizeof(uint64_t),
+	   "inline: struct extent_set is no larger than root, count and bytes");
+	extent_set_add(&s, 4096, 8192);
+	ok(nodes_live == 0 && s.count == 1 && s.bytes == 4096,
+	   "inline: one range added to an empty set allocates no node");
+	extent_set_add(&s, 0, 4096);
+	extent_set_add(&s, 8192, 10000);
+	extent_set_add(&s, 100, 9000);
+	EXPECT(&s, "inline: touching and overlapping adds grow it in place", { 0, 10000 });
+	ok(extent_set_covers(&s, 0, 10000) && !extent_set_covers(&s, 0, 10001) &&
+	   extent_set_page_uptodate(&s, 2, 4096, 10000) &&
+	   !extent_set_page_uptodate(&s, 2, 4096, 10001),
+	   "inline: covers and page_uptodate read the inline range");
+	is_gap(&s, 5000, 20000, 1, 10000, 20000, "inline: the gap after the one range");
+	is_gap(&s, 0, 10000, 0, 0, 0, "inline: none inside the one range");
+	c.stop_at = 1;
+	c.stop_rc = 3;
+	ok(extent_set_foreach(&s, collect_cb, &c) == 3 && c.n == 1 &&
+	   c.r[0][0] == 0 && c.r[0][1] == 10000, "inline: foreach calls fn once with the range");
+	ok(nodes_live == 0, "inline: queries allocate nothing");
+
+	extent_set_add(&s, 20000, 30000);
+	EXPECT(&s, "inline: a second, apart, makes a tree of two", { 0, 10000 }, { 20000, 30000 });
+	extent_set_add(&s, 10000, 20000);
+	EXPECT(&s, "inline: the add joining them folds the tree back", { 0, 30000 });
+	extent_set_remove(&s, 100, 200);
+	EXPECT(&s, "inline: a remove splitting it makes a tree", { 0, 100 }, { 200, 30000 });
+	extent_set_remove(&s, 0, 100);
+	EXPECT(&s, "inline: removing one of two folds back", { 200, 30000 });
+	extent_set_remove(&s, 10000, UINT64_MAX);
+	EXPECT(&s, "inline: truncating the one range", { 200, 10000 });
+	extent_set_remove(&s, 0, 300);
+	EXPECT(&s, "inline: trimming its start", { 300, 10000 });
+	extent_set_remove(&s, 300, 10000);
+	EXPECT_EMPTY(&s, "inline: removing exactly the one range empties the set");
+
+	for (uint64_t i = 0; i < 100; i++)
+		extent_set_add(&s, i * 10, i * 10 + 5);
+	extent_set_remove(&s, 5, 2000);
+	EXPECT(&s, "inline: removing 99 of 100 leaves one, no node", { 0, 5 });
+	for (uint64_t i = 1; i < 100; i++)
+		extent_set_add(&s, i * 10, i * 10 + 5);
+	extent_set_add(&s, 3, 992);
+	EXPECT(&s, "inline: one add bridging 100 ranges leaves one, no node", { 0, 995 });
+
+	extent_set_add(&s, 995, UINT64_MAX);
+	EXPECT(&s, "inline: the whole 64-bit space inline", { 0, UINT64_MAX });
+	ok(extent_set_covers(&s, UINT64_MAX - 1, UINT64_MAX) &&
+	   !extent_set_first_gap(&s, 0, UINT64_MAX, &c.r[0][0], &c.r[0][1]),
+	   "inline: its end UINT64_MAX read back without overflow");
+	extent_set_clear(&s);
+	EXPECT_EMPTY(&s, "inline: clear of a one-range set");
+
+	/* cache scale: many objects, each with one range */
+	enum { SETS = 1000 };
+	static struct extent_set many[SETS];
+	uint64_t bytes = 0;
+
+	for (int i = 0; i < SETS; i++) {
+		extent_set_init(&many[i]);
+		extent_set_add(&many[i], 0, (uint64_t)i + 1);
+		extent_set_add(&many[i], (uint64_t)i + 1, 2 * ((uint64_t)i + 1));
+	}
+	for (int i = 0; i < SETS; i++)
+		bytes += many[i].count == 1 ? many[i].bytes : 0;
+	ok(nodes_live == 0 && bytes == (uint64_t)SETS * (SETS + 1),
+	   "inline: %d sets of one range hold no node", SETS);
+	for (int i = 0; i < SETS; i++)
+		extent_set_clear(&many[i]);
 }
 
 /* ------------------------------------------------------------------ */
@@ -703,8 +824,27 @@ static void random_op(struct extent_set *s, struct model *m, struct rng *r,
 	}
 }
 
-static void test_random_window(uint64_t base, uint64_t len, uint64_t seed, int ops)
+/* How often the set went from holding none, one or many ranges to another
+ * of these: each change crosses the inline/tree boundary or empties it. */
+struct crossings {
+	unsigned none_one, one_none, one_many, many_one, none_many, many_none;
+};
+
+static void crossed(struct crossings *x, size_t before, size_t after)
 {
+	int b = before < 2 ? (int)before : 2, a = after < 2 ? (int)after : 2;
+
+	x->none_one += b == 0 && a == 1;
+	x->one_none += b == 1 && a == 0;
+	x->one_many += b == 1 && a == 2;
+	x->many_one += b == 2 && a == 1;
+	x->none_many += b == 0 && a == 2;
+	x->many_none += b == 2 && a == 0;
+}
+
+static struct crossings test_random_window(uint64_t base, uint64_t len, uint64_t seed, int ops)
+{
+	struct crossings x = { 0, 0, 0, 0, 0, 0 };
 	static struct model m;
 	struct extent_set s = EXTENT_SET_INIT;
 	struct rng r = { seed };
@@ -720,19 +860,26 @@ static void test_random_window(uint64_t base, uint64_t len, uint64_t seed, int o
 		 * holds a few ranges and sometimes hundreds */
 		if (op % 250 == 0)
 			add_permille = 300 + rng_below(&r, 401);
+		size_t before = s.count;
+
 		random_op(&s, &m, &r, add_permille);
+		crossed(&x, before, s.count);
 		check_ranges(&s, &m, op, &f);
 		check_queries(&s, &m, &r, op, &f);
 		if (s.count > max_count)
 			max_count = s.count;
 	}
-	diag("window [%" PRIu64 ", +%" PRIu64 "): %d ops, up to %zu ranges, %zu at the end",
-	     base, len, ops, max_count, s.count);
+	diag("window [%" PRIu64 ", +%" PRIu64 "): %d ops, up to %zu ranges, %zu at the end; "
+	     "none->one %u, one->none %u, one->many %u, many->one %u, none->many %u, "
+	     "many->none %u", base, len, ops, max_count, s.count, x.none_one, x.one_none,
+	     x.one_many, x.many_one, x.none_many, x.many_none);
 	is_int(f.ranges, 0, "random @%" PRIu64 ": ranges, count and bytes equal the model's", base);
 	is_int(f.covers, 0, "random @%" PRIu64 ": covers agrees with the model", base);
 	is_int(f.gap, 0, "random @%" PRIu64 ": first_gap agrees with the model", base);
 	is_int(f.page, 0, "random @%" PRIu64 ": page_uptodate agrees with the model", base);
 	extent_set_clear(&s);
+	ok(nodes_live == 0, "random @%" PRIu64 ": every node freed", base);
+	return x;
 }
 
 static void test_random(void)
@@ -748,6 +895,14 @@ static void test_random(void)
 	test_random_window(UINT64_MAX - (MODEL_BYTES - 1), MODEL_BYTES - 1, seed + 1, 10000);
 	/* a window straddling 4 GiB */
 	test_random_window(4 * GiB - MODEL_BYTES / 2, MODEL_BYTES, seed + 2, 4000);
+
+	/* windows of 48 bytes: a handful of ranges at most, so the set goes
+	 * between none, one (inline) and many (a tree) all the time */
+	struct crossings x = test_random_window(1000, 48, seed + 3, 20000);
+	struct crossings y = test_random_window(UINT64_MAX - 47, 47, seed + 4, 20000);
+	ok(x.none_one >= 25 && x.one_none >= 25 && x.one_many >= 250 && x.many_one >= 250 &&
+	   y.none_one >= 25 && y.one_none >= 25 && y.one_many >= 250 && y.many_one >= 250,
+	   "random: small windows crossed between none, one and many ranges often");
 }
 
 /* ------------------------------------------------------------------ */
@@ -793,7 +948,7 @@ static void test_scale(void)
 	}
 	diag("scale: %d random 1 KiB adds into 64 MiB: %.1f ms (%.0f ns each), %zu ranges, "
 	     "%" PRIu64 " bytes, tree depth %d",
-	     ADDS, t_add * 1e3, t_add * 1e9 / ADDS, s.count, s.bytes, rb_depth(s.root));
+	     ADDS, t_add * 1e3, t_add * 1e9 / ADDS, s.count, s.bytes, rb_depth(s.held.root));
 	diag("scale: %d page_uptodate lookups: %.1f ms (%.0f ns each)",
 	     SLOTS, t_query * 1e3, t_query * 1e9 / SLOTS);
 	is_int(s.count, want_count, "scale: count equals the runs of written slots");
@@ -812,6 +967,7 @@ int main(void)
 	test_page_uptodate();
 	test_foreach();
 	test_clear();
+	test_inline();
 	test_random();
 	test_scale();
 	return done();
