@@ -131,8 +131,25 @@ void nfsd_read_state_free(struct cache_object *o)
 	o->rd = NULL;
 }
 
+/* Drop the read state of `o` once it tells nothing: no fetch in flight and
+ * every stream it follows has reached the end of the file (a small file
+ * read whole, the usual case: its object stays small while in memory). */
+static void read_state_trim(struct cache_object *o)
+{
+	struct read_state *rd = o->rd;
+	uint64_t size = cache_client_size(o);
+
+	if (!rd || !list_empty(&rd->fetches))
+		return;
+	for (int i = 0; i < READAHEAD_STREAMS; i++)
+		if (rd->streams[i].id && rd->streams[i].next_offset < size)
+			return;
+	nfsd_read_state_free(o);
+}
+
 static void op_free(struct read_op *op)
 {
+	read_state_trim(op->o);
 	cache_unpin(op->o);
 	free(op);
 }
@@ -862,6 +879,7 @@ static void first_read_fixup(struct nfsd_call *call, void *res)
 	cache_store(o, a->offset, ok->data.data_val, n, seq);
 	cache_access_record(o, &call->cred, ACCESS3_READ, ACCESS3_READ);
 	stream_note(o, a->offset, a->offset + a->count);
+	read_state_trim(o);
 }
 
 void nfsd_proc_read(struct nfsd_call *call)
