@@ -440,7 +440,7 @@ int resident_init(void)
 	return 0;
 }
 
-void resident_finalise(void)
+void cache_lookups_finish(void)
 {
 	if (!rs.pool)
 		return;
@@ -457,6 +457,11 @@ void resident_finalise(void)
 		l->rc = -ECANCELED;
 		lookup_answer(l);
 	}
+}
+
+void resident_finalise(void)
+{
+	cache_lookups_finish();
 	index_reader_close(rs.reader);
 	rs.reader = NULL;
 	while (!list_empty(&rs.absent_fifo)) {
