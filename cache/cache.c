@@ -186,8 +186,10 @@ static void object_unlink(struct cache_object *o)
 void object_remove(struct cache_object *o)
 {
 	object_unlink(o);
-	stats.cache_objects--;
-	stats.cache_bytes -= o->valid.bytes;
+	/* floors: the gauges never wrap, whatever went before */
+	if (stats.cache_objects)
+		stats.cache_objects--;
+	stats.cache_bytes -= o->valid.bytes < stats.cache_bytes ? o->valid.bytes : stats.cache_bytes;
 	if (o->persist_queued)
 		list_del(&o->persist_link);
 	object_free(o);
@@ -557,14 +559,18 @@ uint64_t cache_invalidate_stored(void)
 		return 0;
 	/* their ranges go with the next batch, and a lookup answered
 	 * meanwhile is invalidated as it arrives */
+	uint64_t stored = stats.cache_objects > cache_state.count ?
+			  stats.cache_objects - cache_state.count : 0;
+
 	cache_foreach(sum_valid, &resident_bytes);
 	stats.cache_bytes = resident_bytes;
+	stats.cache_invalidations += stored;
 	cache_state.inval_seq++;
 	if (index_lease_holder() != INDEX_FREE)
 		cache_state.batch_again = true;
 	else
 		batch_start();
-	return stats.cache_objects - cache_state.count;
+	return stored;
 }
 
 /* ---- start and stop ------------------------------------------------- */
@@ -624,6 +630,8 @@ int cache_init(struct ev_loop *loop, const struct cache_config *cfg, const char 
 			log_error("cache: cannot move the old backing files of %s away: %s",
 				  cfg->dir, strerror(-rc));
 	}
+	if (reset)
+		cache_state.all_resident = true;   /* an empty index */
 	if (!reset && persist_load() != 0)
 		log_warning("cache: index in %s could not be read fully: using what was read",
 			    cfg->dir);

@@ -198,6 +198,15 @@ uint64_t cache_seq(void);
  */
 int cache_resolve(const uint8_t *fh, uint32_t fh_len, struct cache_waiter *w);
 
+/*
+ * Stopping: no lookup starts any more (cache_resolve() answers -EALREADY);
+ * the running ones end and the queued ones fail, their waiters woken (on
+ * the calling thread, from inside this call: the calls go on without the
+ * cache).  Call while what the woken calls use still works (the upstream);
+ * cache_finalise() does it too if needed.  Blocks for the running lookup.
+ */
+void cache_lookups_finish(void);
+
 /* The object for a file handle in memory, or NULL (not cached, or not
  * resident: see cache_resolve()).  Counts as a use for the resident list. */
 struct cache_object *cache_find(const uint8_t *fh, uint32_t fh_len);

@@ -45,6 +45,10 @@ struct cache_state {
 	uint64_t inval_seq;             /* cache.c: invalidate --all requests so far */
 	uint64_t inval_done;            /* persist.c: the last of them the index carried out */
 	bool reconciled;                /* reconcile.c: the start-up reconciliation ended */
+	bool all_resident;              /* persist.c sets it at start when every object of
+					 * the index was loaded, resident.c clears it at the
+					 * first eviction: a handle not in memory is then
+					 * not in the index either */
 	uint64_t next_id;               /* cache.c, reconcile.c: the next object's id */
 	uint64_t seq;                   /* cache.c: change sequence, the last change's number */
 	int lock_fd;                    /* cache.c: holds the flock on CACHE_DIR/lock */

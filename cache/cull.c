@@ -387,7 +387,8 @@ static void lru_done(void *arg)
 			cull_state.run_bytes += e->bytes;
 			stats.cache_culled_objects++;
 			stats.cache_culled_bytes += e->bytes;
-			stats.cache_objects--;
+			if (stats.cache_objects)
+				stats.cache_objects--;
 			stats.cache_bytes -= e->bytes < stats.cache_bytes ? e->bytes : stats.cache_bytes;
 			if (cull_state.kick_left)
 				cull_state.kick_left = cull_state.kick_left > disk ?

@@ -425,7 +425,9 @@ int persist_load(void)
 	stats.cache_bytes = bytes;
 	if (rc != 0)
 		return rc;
-	return index_load_pending(cache_state.index, cache_state.volume, load_one, NULL);
+	rc = index_load_pending(cache_state.index, cache_state.volume, load_one, NULL);
+	cache_state.all_resident = rc == 0 && cache_state.count == objects;
+	return rc;
 }
 
 /* The batch every BATCH_INTERVAL_S. */

@@ -190,7 +190,8 @@ static void reconcile_done(void *arg)
 						   sizeof(*in_memory.v), u64_cmp))
 				continue;
 			batch_delete(r->id);
-			stats.cache_objects--;
+			if (stats.cache_objects)
+				stats.cache_objects--;
 			/* (an invalidate --all since the scan may have counted them out) */
 			stats.cache_bytes -= r->bytes < stats.cache_bytes ? r->bytes : stats.cache_bytes;
 			removed++;

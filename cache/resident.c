@@ -62,6 +62,7 @@ struct lookup {
 struct lookup_job {
 	struct list_node lookups;
 	size_t n;
+	uint64_t batch_done_seq;      /* cache_state.batch_done_seq when submitted */
 };
 
 /* A dead id: removed from memory, its rows not deleted by a batch yet. */
@@ -118,7 +119,7 @@ static void absent_unlink(struct absent **pp)
 bool resident_absent(const uint8_t *fh, uint32_t fh_len)
 {
 	/* every object in memory (a new or small cache): no need to ask */
-	if (stats.cache_objects <= cache_state.count)
+	if (cache_state.all_resident)
 		return true;
 	return *absent_slot(fh, fh_len) != NULL;
 }
@@ -249,8 +250,12 @@ static void lookup_answer(struct lookup *l)
 		struct cache_object *o = object_from_record(&l->rec);
 		stats.cache_index_lookups++;
 		if (o && (l->inval_seq != cache_state.inval_seq ||
-			  cache_state.inval_done != cache_state.inval_seq))
+			  cache_state.inval_done != cache_state.inval_seq)) {
+			/* not in memory at the invalidate --all: its bytes are out
+			 * of cache.bytes already, and its ranges on their way out */
+			stats.cache_bytes += o->valid.bytes;
 			cache_invalidate(o, "nfscachectl invalidate --all");
+		}
 	} else if (l->rc == 0 || (l->rc == 1 && resident_dead(l->rec.id))) {
 		resident_absent_add(l->fh, l->fh_len);
 	} else if (l->rc < 0 && l->rc != -ECANCELED) {
@@ -284,6 +289,17 @@ static void lookup_done(void *arg)
 	while (!list_empty(&j->lookups)) {
 		struct lookup *l = list_entry(j->lookups.next, struct lookup, link);
 		list_del(&l->link);
+		if (l->rc == 1 && j->batch_done_seq != cache_state.batch_done_seq && rs.open) {
+			/* a batch committed meanwhile may have deleted the row or
+			 * dropped its ranges after the worker read them (its ids
+			 * are no longer dead, the drop is done): asked again */
+			free(l->ranges);
+			free(l->dirty);
+			l->ranges = l->dirty = NULL;
+			l->rc = 0;
+			list_add_tail(&rs.queue, &l->link);
+			continue;
+		}
 		lookup_answer(l);
 	}
 	free(j);
@@ -306,6 +322,7 @@ static void lookup_job_start(void)
 		j->n++;
 	}
 	rs.job_running = 1;
+	j->batch_done_seq = cache_state.batch_done_seq;
 	worker_submit(rs.pool, lookup_work, lookup_done, j);
 }
 
@@ -383,6 +400,7 @@ static void evict(void)
 		next = pos->next;
 		switch (evictable(o)) {
 		case EVICT_NOW:
+			cache_state.all_resident = false;   /* the index holds more now */
 			if (o->persist_queued == PERSIST_ACCESS)
 				persist_access_later(o);   /* the one thing left to record */
 			object_evict(o);
@@ -440,7 +458,7 @@ int resident_init(void)
 	return 0;
 }
 
-void resident_finalise(void)
+void cache_lookups_finish(void)
 {
 	if (!rs.pool)
 		return;
@@ -457,6 +475,11 @@ void resident_finalise(void)
 		l->rc = -ECANCELED;
 		lookup_answer(l);
 	}
+}
+
+void resident_finalise(void)
+{
+	cache_lookups_finish();
 	index_reader_close(rs.reader);
 	rs.reader = NULL;
 	while (!list_empty(&rs.absent_fifo)) {

@@ -411,6 +411,12 @@ static int main_meta_start(void)
 	return 0;
 }
 
+static void main_cache_lookups_stop(void)
+{
+	if (nfsd.cache_on)
+		cache_lookups_finish();
+}
+
 static void main_cache_stop(void)
 {
 	if (nfsd.cache_on)
@@ -553,6 +559,9 @@ static const struct main_step main_steps[] = {
 	 * here, once the connections and the control socket are gone (their
 	 * calls and commands may wait on it) and before the upstream is freed. */
 	{ "write-back (finalised here)", NULL, writeback_finalise },
+	/* Exception: the cache's lookups end here, before write-back and the
+	 * upstream go: the calls waiting for one are woken and go upstream. */
+	{ "cache lookups (finished here)", NULL, main_cache_lookups_stop },
 	{ "listener and connections", main_listener_start, main_listener_stop },
 	{ "control socket", main_ctl_start, ctl_finalise },
 	{ "rpcbind registration", main_rpcbind_start, rpcbind_unregister },

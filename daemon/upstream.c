@@ -26,6 +26,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -96,6 +97,8 @@ struct upstream {
 	struct list_node waiting;      /* struct up_req not yet sent */
 	struct list_node sent;         /* struct up_req with a PDU in libnfs */
 	struct list_node unsendable;   /* struct up_req libnfs cannot queue: failed at the next tick */
+	bool closing;                  /* upstream_free() runs: calls made by the callbacks
+					* it runs wait in `waiting`, and fail there too */
 };
 
 static void up_serviced(struct rpc_poll *p, int rc);
@@ -592,6 +595,8 @@ int upstream_call(struct upstream *up, const struct proc_desc *desc, void *args,
 	r->call = call;
 	list_init(&r->link);
 	list_add_tail(&up->waiting, &r->link);
+	if (up->closing)
+		return 0;   /* upstream_free() fails it */
 	up_submit_waiting(up);
 	up_tick_update(up);
 	return 0;
@@ -614,12 +619,15 @@ void upstream_free(struct upstream *up)
 			nfs_destroy_context(nfs);
 		}
 	}
+	/* a completed call's callback may make another (a READ forwarded once
+	 * its revalidating GETATTR failed): it waits, and fails in turn */
+	up->closing = true;
 	list_for_each_safe(pos, tmp, &up->sent)
-		req_complete(list_entry(pos, struct up_req, link), UPSTREAM_TIMEOUT, NULL);
-	list_for_each_safe(pos, tmp, &up->waiting)
 		req_complete(list_entry(pos, struct up_req, link), UPSTREAM_TIMEOUT, NULL);
 	list_for_each_safe(pos, tmp, &up->unsendable)
 		req_complete(list_entry(pos, struct up_req, link), UPSTREAM_FAILED, NULL);
+	while (!list_empty(&up->waiting))
+		req_complete(list_entry(up->waiting.next, struct up_req, link), UPSTREAM_TIMEOUT, NULL);
 	mountfwd_finalise();
 	free(up->conns);
 	free(up->server);

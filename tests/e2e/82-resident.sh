@@ -115,4 +115,24 @@ REREAD_GROWTH=$((RSS2 > RSS1 ? RSS2 - RSS1 : 0))
 num_ok "$REREAD_GROWTH" -le "$REREAD_GROWTH_MAX_KB" \
     "RSS growth during the re-read of all $N objects, $R in memory: $REREAD_GROWTH KiB <= $REREAD_GROWTH_MAX_KB KiB"
 
+# ---- a stop while calls wait for lookups ---------------------------------------
+# the calls waiting for a lookup are woken while the upstream still takes
+# them: the daemon exits cleanly, with no sanitizer report
+stop_nfscached
+ok $? "clean stop"
+ASAN_OPTIONS=$ASAN_Q start_nfscached -o cache.resident_max=1 2>"$T_TMP/start.err"
+ok $? "start with cache.resident_max = 1" || { diag "$(cat "$T_TMP/start.err")"; done_testing; }
+rpc_long readmany "$DIRFH" --count "$N" --read-size 4096 --depth 32 > "$T_TMP/stop.out" 2>&1 &
+READER=$!
+LOOKUPS=0
+for _ in $(seq 1 300); do   # the LOOKUPs come first, then the READs
+    LOOKUPS=$(stat_value cache.index.lookups)
+    [[ "$LOOKUPS" =~ ^[0-9]+$ ]] && [ "$LOOKUPS" -ge 100 ] && break
+    sleep 0.1
+done
+num_ok "$LOOKUPS" -ge 100 "stop: READs bring objects in through the index"
+stop_nfscached
+ok $? "stop: nfscached exits cleanly on SIGTERM while calls wait for lookups"
+wait "$READER" 2>/dev/null
+
 done_testing
