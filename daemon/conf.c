@@ -74,7 +74,7 @@ static const struct conf_key conf_keys[] = {
 	{ "cache", "metadata", T_BOOL, OFF(cache.metadata), 0, 1, "yes", NULL, 0 },
 	{ "cache", "metadata_max", T_UINT, OFF(cache.metadata_max), 0, 100000000, "1000000", NULL, 0 },
 	/* objects kept in memory when not in use; the index holds every object */
-	{ "cache", "resident_max", T_UINT, OFF(cache.resident_max), 1, 1000000000, "200000", NULL, 0 },
+	{ "cache", "resident_max", T_UINT, OFF(cache.resident_max), 1, 1000000000, "160000", NULL, 0 },
 	{ "cache", "max_size", T_SIZE, OFF(cache.max_size), 0, UINT64_MAX, "0", NULL, 0 },
 	{ "cache", "brun", T_PERCENT, OFF(cache.brun), 0, 99, "10%", NULL, 0 },
 	{ "cache", "bcull", T_PERCENT, OFF(cache.bcull), 0, 99, "7%", NULL, 0 },
