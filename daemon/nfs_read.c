@@ -226,8 +226,8 @@ static bool first_unfetched(const struct cache_object *o, uint64_t start, uint64
 		bool in_flight = false;
 		if (!extent_set_first_gap(&o->valid, from, end, &gs, &ge))
 			return false;
-		for (struct list_node *pos = o->rd->fetches.next; pos != &o->rd->fetches;
-		     pos = pos->next) {
+		for (struct list_node *pos = o->rd ? o->rd->fetches.next : NULL;
+		     o->rd && pos != &o->rd->fetches; pos = pos->next) {
 			struct fetch *f = list_entry(pos, struct fetch, link);
 			if (f->start <= gs && gs < f->start + f->len) {
 				from = f->start + f->len;   /* the gap starts in this fetch */
@@ -461,6 +461,8 @@ static void readahead_send(struct cache_object *o, struct ra_stream *s, uint64_t
  * streams could not send (fetched as `cred`, whose READ just succeeded). */
 static void readahead_resume(struct cache_object *o, const struct rpc_cred *cred)
 {
+	if (!o->rd)
+		return;   /* every stream reached the end of the file (read_state_trim) */
 	for (struct ra_stream *s = o->rd->streams; s < o->rd->streams + READAHEAD_STREAMS; s++)
 		if (s->id && s->window_bytes && s->sent_end < s->window_start + s->window_bytes)
 			readahead_send(o, s, s->sent_end, cred);
