@@ -30,16 +30,6 @@ is "$(index_lines 1)" "0 0 0" "first start: one start-up line, an empty index, 0
 DIRFH=$(fh_of many)
 [ -n "$DIRFH" ] || { ok 1 "LOOKUP of many"; done_testing; }
 
-rpc_long() { RPC_LIMIT=200 RPC_TIMEOUT=30 rpc "$@"; }
-# readall TAG: every file read through nfscached into TAG.out; asserts that
-# every call was answered and every byte is right
-readall() {
-    rpc_long readmany "$DIRFH" --count "$N" --read-size 4096 --depth 32 > "$T_TMP/$1.out" 2>&1
-    ok $? "$1: $N LOOKUPs and READs through nfscached" || diag "$(tail -n 5 "$T_TMP/$1.out")"
-    is "$(val "$T_TMP/$1.out" lookup_errors) $(val "$T_TMP/$1.out" read_errors) $(val "$T_TMP/$1.out" reads) $(val "$T_TMP/$1.out" bytes)" \
-        "0 0 $N $((N * SIZE))" "$1: every LOOKUP and READ answered"
-    is "$(val "$T_TMP/$1.out" md5)" "$WANT_MD5" "$1: every byte right (md5 of all files)"
-}
 snap p0
 readall read
 snap p1

@@ -48,7 +48,6 @@ setup "${DAEMON_OPTS[@]}"
 DIRFH=$(fh_of many)
 [ -n "$DIRFH" ] || { ok 1 "LOOKUP of many"; done_testing; }
 
-rpc_long() { RPC_LIMIT=200 RPC_TIMEOUT=30 rpc "$@"; }
 # readset TAG FIRST COUNT: files FIRST.. read through nfscached into TAG.out
 readset() {
     rpc_long readmany "$DIRFH" --first "$2" --count "$3" --read-size "$SIZE" --depth 32 \

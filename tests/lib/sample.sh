@@ -146,3 +146,18 @@ index_wait() {
     done
     return 1
 }
+
+# rpc_long ARGS...: tests/rpc.py for thousands of calls (higher limits)
+rpc_long() { RPC_LIMIT=200 RPC_TIMEOUT=30 rpc "$@"; }
+
+# readall TAG: every one of the N files of SIZE bytes in directory DIRFH read
+# through nfscached (LOOKUPs, then one READ each, 32 in flight) into
+# T_TMP/TAG.out; asserts that every call was answered and that the md5 of
+# all the bytes is WANT_MD5 (the callers' variables)
+readall() {
+    rpc_long readmany "$DIRFH" --count "$N" --read-size 4096 --depth 32 > "$T_TMP/$1.out" 2>&1
+    ok $? "$1: $N LOOKUPs and READs through nfscached" || diag "$(tail -n 5 "$T_TMP/$1.out")"
+    is "$(val "$T_TMP/$1.out" lookup_errors) $(val "$T_TMP/$1.out" read_errors) $(val "$T_TMP/$1.out" reads) $(val "$T_TMP/$1.out" bytes)" \
+        "0 0 $N $((N * SIZE))" "$1: every LOOKUP and READ answered"
+    is "$(val "$T_TMP/$1.out" md5)" "$WANT_MD5" "$1: every byte right (md5 of all files)"
+}
