@@ -154,7 +154,8 @@ void cache_change_begin(struct cache_object *o)
 void cache_change_end(struct cache_object *o)
 {
 	assert(o->changes_in_flight > 0);
-	o->changes_in_flight--;
+	if (--o->changes_in_flight == 0)
+		o->changes_raced = 0;
 	cache_unpin(o);
 }
 
@@ -353,6 +354,13 @@ void cache_attrs_update(struct cache_object *o, const fattr3 *a, uint64_t gen_at
 {
 	if (o->gen > gen_at_start || a->type != NF3REG)
 		return;   /* started before a change that completed meanwhile */
+	if (o->changes_in_flight > 0 && o->coh.known && !coherency_matches(o, a)) {
+		/* the upstream may have applied our WRITE or SETATTR still in
+		 * flight: its reply's wcc data decide, and the next call asks
+		 * again (Linux nfs_update_inode with writes outstanding) */
+		o->attr_time = 0;
+		return;
+	}
 	if (o->wb_recover != CACHE_RECOVER_NONE) {
 		/* dirty bytes from before a restart: written back only onto the
 		 * file they were written to, unchanged since */
@@ -385,6 +393,9 @@ bool cache_change_done(struct cache_object *o, const wcc_data *wcc)
 	const fattr3 *post = wcc->after.attributes_follow ? &wcc->after.post_op_attr_u.attributes : NULL;
 	int ours = 0;
 
+	if (o->changes_in_flight > 1)
+		o->changes_raced = 1;
+
 	if (pre && o->coh.known && pre->size == o->coh.size &&
 	    ns_of(&pre->mtime) == o->coh.mtime_ns && ns_of(&pre->ctime) == o->coh.ctime_ns)
 		ours = 1;
@@ -401,8 +412,12 @@ bool cache_change_done(struct cache_object *o, const wcc_data *wcc)
 		cache_invalidate(o, "changed upstream before our change");
 	changed(o);
 	if (post && post->type == NF3REG) {
-		/* an older reply arriving last must not roll the attributes back */
-		if (!o->coh.known || ns_of(&post->ctime) >= o->coh.ctime_ns)
+		/* an older reply arriving last must not roll the attributes back;
+		 * changes in one tick of the upstream's clock share a ctime, and
+		 * of racing WRITEs the one that grew the file most came last */
+		int64_t ctime_ns = ns_of(&post->ctime);
+		if (!o->coh.known || ctime_ns > o->coh.ctime_ns ||
+		    (ctime_ns == o->coh.ctime_ns && (!o->changes_raced || post->size >= o->coh.size)))
 			set_coherency(o, post);
 		if (o->changes_in_flight > 1)
 			o->attr_time = 0;

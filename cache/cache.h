@@ -128,6 +128,8 @@ struct cache_object {
 	uint8_t wopen;                   /* enum cache_wopen: dirty.c requests, persist.c
 					  * records: the "written to" mark in the index */
 	uint8_t naccess;                 /* cache.c: slots of `access` */
+	uint8_t changes_raced;           /* cache.c: a change was answered while another was in
+					  * flight, since changes_in_flight was last 0 */
 	int fd;                          /* cache.c: backing file, -1 when not open */
 	uint32_t recorded_ranges;        /* persist.c: valid ranges the index holds (or a
 					  * running batch is writing) for it */
@@ -221,7 +223,10 @@ struct cache_object *cache_get(const uint8_t *fh, uint32_t fh_len);
  * Attributes from an upstream reply for this object.  `gen_at_start` is the
  * object's generation when the call that brought them was sent: a change
  * completed since makes them stale, and they are ignored.  A size, mtime,
- * ctime or fileid different from the coherency data invalidates the data.
+ * ctime or fileid different from the coherency data invalidates the data,
+ * except while a change of ours is in flight: the upstream may already
+ * have applied it, so the attributes are ignored and expire (the change's
+ * wcc data decide, cache_change_done()).
  */
 void cache_attrs_update(struct cache_object *o, const fattr3 *a, uint64_t gen_at_start);
 

@@ -501,7 +501,8 @@ static void chunk_write_done(void *priv, enum upstream_status st, void *res)
 	struct cache_object *o = p->o;
 	WRITE3res *r = res;
 
-	cache_change_end(o);
+	/* the change ends after its wcc data is taken: cache_change_done()
+	 * counts it among the changes in flight */
 	if (st == UPSTREAM_TIMEOUT || (st == UPSTREAM_OK && r->status == NFS3ERR_JUKEBOX)) {
 		p->transient = 1;
 		if (st == UPSTREAM_TIMEOUT)
@@ -525,10 +526,12 @@ static void chunk_write_done(void *priv, enum upstream_status st, void *res)
 		if (n == 0) {
 			p->error = NFS3ERR_IO;   /* the upstream takes nothing: no progress */
 		} else if (c->sent < c->len) {
+			cache_change_end(o);
 			chunk_send(c);           /* a short write: the rest */
 			return;
 		}
 	}
+	cache_change_end(o);
 	chunk_end(c);
 }
 

@@ -489,6 +489,68 @@ static void test_invalidate(void)
 	teardown();
 }
 
+/* ---- 5b. WRITE replies of one clock tick answered out of order ------- */
+
+/* wcc data as ganesha sends it for a WRITE: no pre-op attributes. */
+static wcc_data wcc_after(uint64_t size, uint32_t time_s)
+{
+	wcc_data w;
+
+	memset(&w, 0, sizeof(w));
+	w.after.attributes_follow = 1;
+	w.after.post_op_attr_u.attributes = upstream_attrs(size, time_s, 52);
+	return w;
+}
+
+static void test_changes_raced(void)
+{
+	setup();
+	diag("5b. racing WRITE replies that share a ctime");
+	struct cache_object *o = object("case5b", 8192, 52);
+	wcc_data a = wcc_after(1 << 20, UPSTREAM_MTIME_S + 1);   /* the older reply */
+	wcc_data b = wcc_after(2 << 20, UPSTREAM_MTIME_S + 1);   /* the newer, same tick */
+
+	is_int(fetched(o, 0, 8192, 'f', cache_seq()), 0, "8 KiB fetched");
+	cache_change_begin(o);
+	cache_change_begin(o);
+	ok(cache_change_done(o, &b), "the newer reply, first: ours");
+	cache_change_end(o);
+	ok(cache_change_done(o, &a), "the older reply, last: ours");
+	cache_change_end(o);
+	is_int(o->coh.size, 2 << 20, "the coherency data keep the larger size of the tick");
+	fattr3 now = upstream_attrs(2 << 20, UPSTREAM_MTIME_S + 1, 52);
+	uint64_t inv = stats.cache_invalidations;
+	cache_attrs_update(o, &now, cache_seq());
+	is_int(stats.cache_invalidations, inv, "a GETATTR showing the file as written invalidates nothing");
+	is_int(holds(o, 0, 8192, 'f'), 0, "the fetched bytes are still served");
+
+	/* a GETATTR answered while our WRITE is in flight, which the upstream
+	 * applied already: the WRITE's reply decides, nothing is dropped */
+	wcc_data c = wcc_after(3 << 20, UPSTREAM_MTIME_S + 2);
+	fattr3 mid = upstream_attrs(3 << 20, UPSTREAM_MTIME_S + 2, 52);
+	cache_change_begin(o);
+	cache_attrs_update(o, &mid, cache_seq());
+	is_int(stats.cache_invalidations, inv, "attributes changed while our WRITE is in flight: no invalidation");
+	is_int(o->coh.size, 2 << 20, "... and the coherency data wait for its reply");
+	ok(!cache_attrs_fresh(o), "... and the attributes expire");
+	ok(cache_change_done(o, &c), "the WRITE's reply: ours");
+	cache_change_end(o);
+	cache_attrs_update(o, &mid, cache_seq());
+	is_int(stats.cache_invalidations, inv, "the same attributes after it: no invalidation");
+	is_int(holds(o, 0, 8192, 'f'), 0, "the fetched bytes are still served");
+	fattr3 other = upstream_attrs(3 << 20, UPSTREAM_MTIME_S + 3, 52);
+	cache_attrs_update(o, &other, cache_seq());
+	is_int(stats.cache_invalidations, inv + 1, "a change of someone else's, nothing in flight: invalidated");
+
+	/* one change at a time: a smaller size in the same tick is a truncation */
+	wcc_data t = wcc_after(4096, UPSTREAM_MTIME_S + 3);
+	cache_change_begin(o);
+	ok(cache_change_done(o, &t), "a SETATTR alone in flight: ours");
+	cache_change_end(o);
+	is_int(o->coh.size, 4096, "its size is taken");
+	teardown();
+}
+
 /* ---- 6. a write-back pass settled three ways ------------------------ */
 
 static void test_pass(void)
@@ -1654,6 +1716,7 @@ int main(void)
 	test_ranges_in_page();
 	test_store_under_dirty();
 	test_invalidate();
+	test_changes_raced();
 	test_pass();
 	test_drop();
 	test_truncate();
