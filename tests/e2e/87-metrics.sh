@@ -8,7 +8,8 @@
 #            HEAD: the same status and type, no body; `promtool check
 #            metrics` (Debian's prometheus package, unpacked) finds no error
 #            and no lint problem but the one of a name the interface
-#            contract fixes (cache.unwritten.oldest_s)
+#            contract fixes (cache.unwritten.oldest_s), also once the
+#            upstream round-trip histogram is in the scrape
 #   counters a 64 KiB file read through the cache twice (one READ each): the
 #            scrape shows 2 client READs, 1 miss, 1 hit, 64 KiB from the
 #            cache, the same values as `nfscachectl stats`; the per-export
@@ -169,7 +170,14 @@ scrape s3 > /dev/null
 is "$(series "$T_TMP/s3.body" | md5sum)" "$(series "$T_TMP/c2.prom" | md5sum)" \
     "with per-export counters too: the lines of stats --prometheus, in order" ||
     diag "$(diff <(series "$T_TMP/c2.prom") <(series "$T_TMP/s3.body") | head -n 10)"
-promtool_ok s3 "after reads, with per-export counters"
+grep -qx '# TYPE nfscached_upstream_rtt_seconds histogram' "$T_TMP/s3.body"
+ok $? "the scrape holds the upstream round-trip histogram"
+n=$(pv s3 'nfscached_upstream_rtt_seconds_count{proc="READ"}')
+is "$(pv s3 'nfscached_upstream_rtt_seconds_bucket{proc="READ",le="+Inf"}')" "$n" \
+    "histogram: the +Inf bucket of READ holds its count ($n)"
+num_ok "$n" -eq "$(pv s3 nfscached_upstream_calls_READ_total)" \
+    "histogram: one READ round trip per READ sent upstream"
+promtool_ok s3 "after reads, with per-export counters and the histogram"
 
 # ---- requests that are not a scrape ------------------------------------
 r=$(PATH_=/nope scrape e1)
