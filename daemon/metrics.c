@@ -101,25 +101,38 @@ static enum MHD_Result metrics_answer_metrics(struct MHD_Connection *connection)
 	return rc;
 }
 
-/* Called once the request line and headers are in (a request body, which
- * no method here takes, is not waited for): every request is answered at
- * once. */
+/*
+ * Called once the request line and headers are in, then for each piece of
+ * a request body, then once more at its end.  Another method than GET or
+ * HEAD is answered at once (libmicrohttpd then closes the connection
+ * rather than read its body).  GET and HEAD are answered at the end of
+ * the request, its body (none is expected) read and dropped: answered
+ * earlier, the connection could not be kept for the next scrape.
+ */
 static enum MHD_Result metrics_request_cb(void *cls, struct MHD_Connection *connection,
 					  const char *url, const char *method,
 					  const char *version, const char *upload_data,
 					  size_t *upload_data_size, void **req_cls)
 {
+	static int request_seen;   /* *req_cls of a request whose headers were seen */
+
 	(void)cls;
 	(void)version;
 	(void)upload_data;
-	(void)upload_data_size;
-	(void)req_cls;
-	if (strcmp(url, METRICS_PATH) != 0)
-		return metrics_answer_text(connection, MHD_HTTP_NOT_FOUND,
-					   "not found: the metrics are at " METRICS_PATH "\n");
 	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
 		return metrics_answer_text(connection, MHD_HTTP_METHOD_NOT_ALLOWED,
 					   "method not allowed: GET or HEAD\n");
+	if (!*req_cls) {
+		*req_cls = &request_seen;
+		return MHD_YES;
+	}
+	if (*upload_data_size) {
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
+	if (strcmp(url, METRICS_PATH) != 0)
+		return metrics_answer_text(connection, MHD_HTTP_NOT_FOUND,
+					   "not found: the metrics are at " METRICS_PATH "\n");
 	return metrics_answer_metrics(connection);
 }
 
