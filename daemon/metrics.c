@@ -36,7 +36,8 @@
 #define METRICS_CONNECTIONS_MAX 16u        /* HTTP connections at once */
 #define METRICS_TIMEOUT_S 10u              /* an idle or slow connection is closed */
 #define METRICS_CONN_MEMORY_BYTES (32u * 1024)  /* request line and headers, per connection */
-#define METRICS_BACKLOG 16
+/* connections beyond METRICS_CONNECTIONS_MAX wait here until one ends */
+#define METRICS_BACKLOG 64
 
 static struct {
 	struct ev_loop *loop;
@@ -207,11 +208,12 @@ int metrics_init(struct ev_loop *loop, const struct nfsd_conf *cfg)
 	metrics.mhd = MHD_start_daemon(
 		MHD_USE_EPOLL | MHD_USE_ERROR_LOG | (cfg->metrics_addr.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
 		0, NULL, NULL, metrics_request_cb, NULL,
+		/* first, or its own messages about the others go to stderr */
+		MHD_OPTION_EXTERNAL_LOGGER, metrics_mhd_log_cb, NULL,
 		MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
 		MHD_OPTION_CONNECTION_LIMIT, METRICS_CONNECTIONS_MAX,
 		MHD_OPTION_CONNECTION_TIMEOUT, METRICS_TIMEOUT_S,
 		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)METRICS_CONN_MEMORY_BYTES,
-		MHD_OPTION_EXTERNAL_LOGGER, metrics_mhd_log_cb, NULL,
 		MHD_OPTION_END);
 	if (!metrics.mhd) {
 		log_error("metrics: cannot start the HTTP server on %s", metrics.address);
