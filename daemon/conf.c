@@ -86,6 +86,8 @@ static const struct conf_key conf_keys[] = {
 	{ "cache", "extent_hint", T_SIZE, OFF(cache.extent_hint), 0, 1 * GiB, "1M", NULL, 1 },
 	{ "control", "socket", T_STRING, OFF(control_socket), 0, 0, "/run/nfscached/ctl.sock", NULL, 1 },
 	{ "log", "level", T_ENUM, OFF(log_level), 0, 0, "info", log_names, 0 },
+	/* the HTTP endpoint of the Prometheus metrics; empty: none */
+	{ "metrics", "listen", T_STRING, OFF(metrics_listen), 0, 0, "", NULL, 1 },
 };
 #define N_KEYS (sizeof(conf_keys) / sizeof(conf_keys[0]))
 _Static_assert(N_KEYS <= CONF_MAX_KEYS, "raise CONF_MAX_KEYS");
@@ -633,6 +635,12 @@ int conf_finish(struct nfsd_conf *cfg, FILE *err)
 		listen_ok = 0;
 		fprintf(err, "%s: server.listen: \"%s\" is not ADDRESS:PORT (a numeric address)\n",
 			key_origin(cfg, "server", "listen", w, sizeof(w)), cfg->server_listen);
+		rc = -1;
+	}
+	if (*cfg->metrics_listen &&
+	    netaddr_parse_listen(cfg->metrics_listen, &cfg->metrics_addr, &cfg->metrics_addr_len) != 0) {
+		fprintf(err, "%s: metrics.listen: \"%s\" is not ADDRESS:PORT (a numeric address)\n",
+			key_origin(cfg, "metrics", "listen", w, sizeof(w)), cfg->metrics_listen);
 		rc = -1;
 	}
 	netaddr_acl_free(&cfg->allow_acl);

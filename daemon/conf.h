@@ -45,10 +45,14 @@ struct nfsd_conf {
 	char *control_socket;
 	/* [log] */
 	int log_level;                  /* enum log_level */
+	/* [metrics] */
+	char *metrics_listen;           /* "ADDR:PORT" of the HTTP endpoint; "" = off */
 
 	/* derived at load time */
 	struct sockaddr_storage listen_addr;
 	socklen_t listen_addr_len;
+	struct sockaddr_storage metrics_addr;   /* metrics.listen; unset when it is "" */
+	socklen_t metrics_addr_len;
 	struct netaddr_acl allow_acl;
 	const char *source;             /* file the values came from */
 #define CONF_MAX_KEYS 48
@@ -79,8 +83,9 @@ int conf_finish(struct nfsd_conf *cfg, FILE *err);
  * SIGHUP: take the keys that can change at run time from `fresh` (a loaded
  * and finished configuration) into `running`, and write one line per changed
  * key to `notes` — "takes effect after a restart" for the others (listen
- * address, record size, rpcbind, upstream URL, cache dir and page size,
- * control socket).  `fresh` must still be freed; it keeps the old values.
+ * address, record size, rpcbind, upstream URL and connections, cache dir
+ * and page size, control socket, metrics address).  `fresh` must still be
+ * freed; it keeps the old values.
  */
 void conf_reload(struct nfsd_conf *running, struct nfsd_conf *fresh, FILE *notes);
 

@@ -23,6 +23,7 @@
 #include "daemon/ctl.h"
 #include "daemon/ctl_exports.h"
 #include "daemon/ctl_parse.h"
+#include "daemon/metrics.h"
 #include "common/log.h"
 #include "daemon/nfsd.h"
 #include "common/stats.h"
@@ -67,6 +68,7 @@ static int ctl_handle_status(int argc, char **argv, FILE *out)
 	fprintf(out, "pid %ld\n", (long)getpid());
 	fprintf(out, "uptime_s %.0f\n", ev_now(nfsd.loop) - nfsd.start_time);
 	fprintf(out, "listen %s\n", nfsd.listener ? listener_address(nfsd.listener) : "-");
+	fprintf(out, "metrics %s\n", metrics_address());
 	fprintf(out, "upstream %s\n", upstream_state(nfsd.upstream));
 	fprintf(out, "upstream_server %s\n", upstream_server(nfsd.upstream));
 	fprintf(out, "upstream_export %s\n", upstream_export(nfsd.upstream));

@@ -395,8 +395,8 @@ static void ctl_job_start(struct ctl_job *j)
  * export's file system first (answered with what is known when the upstream
  * is not up).  JSON and Prometheus answer at once, with what is known, and
  * start a naming walk in the background when a file system counted has no
- * name yet: scrapes never wait for the upstream, and the upstream calls of
- * the walk come after the answer. */
+ * name yet (ctl_stats_name_exports): scrapes never wait for the upstream,
+ * and the upstream calls of the walk come after the answer. */
 void ctl_start_stats(struct ctl_client *c, int argc, char **argv)
 {
 	enum stats_format fmt = STATS_TEXT;
@@ -417,19 +417,24 @@ void ctl_start_stats(struct ctl_client *c, int argc, char **argv)
 			return;
 		}
 	}
-	int up = strcmp(upstream_state(nfsd.upstream), "up") == 0;
 	struct ctl_job *j = ctl_job_new(c, CTL_JOB_STATS);
 	j->fmt = fmt;
 	j->exports_only = exports_only;
-	if (exports_only && up) {
+	if (exports_only && strcmp(upstream_state(nfsd.upstream), "up") == 0) {
 		ctl_job_start(j);
 		return;
 	}
 	ctl_job_stats_answer(j);
-	if (fmt != STATS_TEXT && up && !ctl_naming && stats_export_unnamed()) {
-		ctl_naming = 1;
-		ctl_job_start(ctl_job_new(NULL, CTL_JOB_STATS));
-	}
+	if (fmt != STATS_TEXT)
+		ctl_stats_name_exports();
+}
+
+void ctl_stats_name_exports(void)
+{
+	if (ctl_naming || strcmp(upstream_state(nfsd.upstream), "up") != 0 || !stats_export_unnamed())
+		return;
+	ctl_naming = 1;
+	ctl_job_start(ctl_job_new(NULL, CTL_JOB_STATS));
 }
 
 static void ctl_invalidate_one(struct cache_object *o, void *arg)

@@ -1,7 +1,8 @@
 /*
  * ctl_exports.h — the control commands that walk the upstream (ctl_exports.c),
  * and the replies of the control socket server (ctl.c) they answer with.
- * Internal to the control socket: main.c uses ctl.h only.
+ * Internal to the control socket, but for ctl_stats_name_exports(), which
+ * the HTTP metrics endpoint (metrics.c) calls too: main.c uses ctl.h only.
  *
  * A command answered later is started by ctl.c's command table with the
  * client's read watcher and idle timer stopped; it answers exactly once,
@@ -44,6 +45,16 @@ void ctl_reply_error(struct ctl_client *c, const char *msg);
  * answers, fails, or is freed).
  */
 void ctl_start_stats(struct ctl_client *c, int argc, char **argv);
+
+/*
+ * After a scrape (`stats --json`, `stats --prometheus`, GET /metrics):
+ * start the background naming walk of `stats` above when the upstream is
+ * up, some file system counted has no export name yet (stats.h
+ * stats_export_unnamed()) and no walk is running.  Returns at once; the
+ * names appear in the per-export counters as the upstream answers.  Never
+ * blocks, never waits for the upstream.
+ */
+void ctl_stats_name_exports(void);
 
 /*
  * invalidate EXPORT/PATH | --all (argv[0] "invalidate", argc words; the

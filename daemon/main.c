@@ -38,6 +38,7 @@
 #include "daemon/conf.h"
 #include "daemon/conn.h"
 #include "daemon/ctl.h"
+#include "daemon/metrics.h"
 #include "common/log.h"
 #include "common/macros.h"
 #include "daemon/nfsd.h"
@@ -471,6 +472,11 @@ static int main_cache_start(void)
 	return 0;
 }
 
+static int main_metrics_start(void)
+{
+	return metrics_init(nfsd.loop, &nfsd.cfg) == 0 ? 0 : EXIT_OS;
+}
+
 static int main_rpcbind_start(void)
 {
 	if (nfsd.cfg.server_rpcbind &&
@@ -564,6 +570,7 @@ static const struct main_step main_steps[] = {
 	{ "cache lookups (finished here)", NULL, main_cache_lookups_stop },
 	{ "listener and connections", main_listener_start, main_listener_stop },
 	{ "control socket", main_ctl_start, ctl_finalise },
+	{ "metrics endpoint", main_metrics_start, metrics_finalise },
 	{ "rpcbind registration", main_rpcbind_start, rpcbind_unregister },
 	/* Before the cache: daemon(3) forks, and a thread (the cache's
 	 * workers) does not survive a fork.  Nothing above starts one. */
