@@ -2,7 +2,8 @@
  * stats.c — counter storage and rendering.  Text is "name value" per line
  * (memcached `stats`), JSON one flat object, Prometheus the text exposition
  * format with HELP/TYPE lines and `nfscached_<name>_total` counters.
- * Per-export READ counters are kept per upstream fsid (stats.h).
+ * Per-export READ counters are kept per upstream fsid (stats.h); upstream
+ * round trips in one histogram per NFSv3 procedure, written after them.
  */
 #include "config.h"
 
@@ -109,6 +110,36 @@ const char *const stats_mount3_proc_names[STATS_MOUNT3_PROCS] = {
 	"NULL", "MNT", "DUMP", "UMNT", "UMNTALL", "EXPORT",
 };
 
+/* Longer round trips (the wall clock stepped forward) count as this long. */
+#define STATS_RTT_MAX_S 1e6
+
+const struct stats_rtt_bound stats_rtt_bounds[STATS_RTT_BOUNDS] = {
+	{ 0.0001, "0.0001" }, { 0.00025, "0.00025" }, { 0.0005, "0.0005" },
+	{ 0.001, "0.001" }, { 0.0025, "0.0025" }, { 0.005, "0.005" },
+	{ 0.01, "0.01" }, { 0.025, "0.025" }, { 0.05, "0.05" },
+	{ 0.1, "0.1" }, { 0.25, "0.25" }, { 0.5, "0.5" },
+	{ 1, "1" }, { 2.5, "2.5" }, { 5, "5" }, { 10, "10" },
+};
+
+void stats_rtt_observe(unsigned proc, double seconds)
+{
+	struct stats_rtt *h;
+	unsigned i = 0;
+
+	if (proc >= STATS_NFS3_PROCS)
+		return;
+	if (!(seconds > 0))
+		seconds = 0;   /* also NaN */
+	else if (seconds > STATS_RTT_MAX_S)
+		seconds = STATS_RTT_MAX_S;   /* keeps the conversion to integer defined */
+	h = &stats.upstream_rtt[proc];
+	while (i < STATS_RTT_BOUNDS && seconds > stats_rtt_bounds[i].seconds)
+		i++;
+	h->bucket[i]++;
+	h->count++;
+	h->sum_us += (uint64_t)(seconds * 1e6 + 0.5);
+}
+
 static void prom_name(char *buf, size_t len, const char *prefix, const char *name, int gauge)
 {
 	snprintf(buf, len, "nfscached_%s%s%s", prefix, name, gauge ? "" : "_total");
@@ -198,6 +229,65 @@ static void emit_exports(struct emitter *e)
 	}
 }
 
+/* One procedure's histogram in text or JSON, buckets made cumulative. */
+static void emit_rtt_proc(struct emitter *e, const char *proc, const struct stats_rtt *h)
+{
+	char name[96];
+	uint64_t below = 0;
+
+	for (int i = 0; i <= STATS_RTT_BOUNDS; i++) {
+		const char *le = i < STATS_RTT_BOUNDS ? stats_rtt_bounds[i].label : "+Inf";
+		below += h->bucket[i];
+		if (e->fmt == STATS_JSON)
+			snprintf(name, sizeof(name), "upstream.rtt.%s.le.%s", proc, le);
+		else
+			snprintf(name, sizeof(name), "upstream.rtt.%s{le=\"%s\"}", proc, le);
+		emit(e, name, below, 0, NULL);
+	}
+	snprintf(name, sizeof(name), "upstream.rtt.%s.count", proc);
+	emit(e, name, h->count, 0, NULL);
+	snprintf(name, sizeof(name), "upstream.rtt.%s.sum_us", proc);
+	emit(e, name, h->sum_us, 0, NULL);
+}
+
+/* Prometheus: one histogram family, one series per procedure. */
+static void emit_rtt_prometheus(FILE *out)
+{
+	static const char fam[] = "nfscached_upstream_rtt_seconds";
+	int head = 0;
+
+	for (int p = 0; p < STATS_NFS3_PROCS; p++) {
+		const struct stats_rtt *h = &stats.upstream_rtt[p];
+		const char *proc = stats_nfs3_proc_names[p];
+		uint64_t below = 0;
+
+		if (h->count == 0)
+			continue;
+		if (!head++)
+			fprintf(out, "# HELP %s round trip of calls to the upstream, per NFSv3 procedure\n"
+				"# TYPE %s histogram\n", fam, fam);
+		for (int i = 0; i <= STATS_RTT_BOUNDS; i++) {
+			below += h->bucket[i];
+			fprintf(out, "%s_bucket{proc=\"%s\",le=\"%s\"} %" PRIu64 "\n", fam, proc,
+				i < STATS_RTT_BOUNDS ? stats_rtt_bounds[i].label : "+Inf", below);
+		}
+		fprintf(out, "%s_sum{proc=\"%s\"} %" PRIu64 ".%06" PRIu64 "\n", fam, proc,
+			h->sum_us / 1000000, h->sum_us % 1000000);
+		fprintf(out, "%s_count{proc=\"%s\"} %" PRIu64 "\n", fam, proc, h->count);
+	}
+}
+
+static void emit_rtt(struct emitter *e)
+{
+	if (e->fmt == STATS_PROMETHEUS) {
+		emit_rtt_prometheus(e->out);
+		return;
+	}
+	for (int p = 0; p < STATS_NFS3_PROCS; p++)
+		if (stats.upstream_rtt[p].count)
+			emit_rtt_proc(e, stats_nfs3_proc_names[p], &stats.upstream_rtt[p]);
+}
+
 void stats_write_exports(FILE *out, enum stats_format fmt)
 {
 	struct emitter e = { out, fmt, 0 };
@@ -230,6 +320,7 @@ void stats_write(FILE *out, enum stats_format fmt)
 #define X(field, name, help) emit(&e, name, stats.field, 1, help);
 	STATS_GAUGES(X)
 #undef X
+	emit_rtt(&e);
 	if (fmt != STATS_TEXT)
 		emit_exports(&e);
 	if (fmt == STATS_JSON)

@@ -78,6 +78,11 @@ static int ctl_handle_status(int argc, char **argv, FILE *out)
 				k, ci.state, (unsigned long long)ci.calls, ci.in_flight,
 				(unsigned long long)ci.reconnects, (unsigned long long)ci.errors);
 	}
+	double srtt_s = upstream_srtt(nfsd.upstream);
+	if (srtt_s > 0)
+		fprintf(out, "upstream_srtt_ms %.3f\n", srtt_s * 1000.0);
+	else
+		fputs("upstream_srtt_ms -\n", out);
 	fprintf(out, "connections %u\n", conn_count());
 	fprintf(out, "calls_in_flight %llu\n", (unsigned long long)stats.calls_in_flight);
 	fprintf(out, "state %s\n", nfsd.stopping ? "stopping" : "serving");

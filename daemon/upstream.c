@@ -338,6 +338,7 @@ static void up_rpc_cb(struct rpc_context *rpc, int status, void *data, void *pri
 		{
 			double rtt = ev_time() - r->sent_at;
 			up->srtt = up->srtt == 0 ? rtt : up->srtt + (rtt - up->srtt) / 8;
+			stats_rtt_observe(r->call.desc->proc, rtt);
 		}
 		/* every NFSv3 result but NULL's starts with its nfsstat3 */
 		if (data && r->call.desc->prog == NFS3_PROGRAM && r->call.desc->proc != 0 &&

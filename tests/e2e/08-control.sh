@@ -27,8 +27,8 @@ ok $? "traffic: nfs-ls and nfs-cat through the proxy"
 
 ctl stats > "$T_TMP/text.stats"
 ok $? "nfscachectl stats"
-bad=$(grep -vE '^([A-Za-z0-9_.]+ -?[0-9]+(\.[0-9]+)?|#.*|)$' "$T_TMP/text.stats")
-is "$bad" "" "stats: every line is 'name value'"
+bad=$(grep -vE '^([A-Za-z0-9_.]+(\{le="(\+Inf|[0-9.]+)"\})? -?[0-9]+(\.[0-9]+)?|#.*|)$' "$T_TMP/text.stats")
+is "$bad" "" "stats: every line is 'name value' (a histogram bucket 'name{le=\"BOUND\"} value')"
 NFS3="NULL GETATTR SETATTR LOOKUP ACCESS READLINK READ WRITE CREATE MKDIR SYMLINK
       MKNOD REMOVE RMDIR RENAME LINK READDIR READDIRPLUS FSSTAT FSINFO PATHCONF COMMIT"
 names=(upstream.errors upstream.reconnects rpc.drc.hits)
@@ -60,17 +60,19 @@ ok $? "nfscachectl stats --json"
 python3 -m json.tool "$T_TMP/stats.json" >/dev/null
 ok $? "stats --json is valid JSON"
 python3 - "$T_TMP/stats.json" "$T_TMP/text.stats" > "$T_TMP/json.diff" 2>&1 <<'PY'
-import json, sys
+import json, re, sys
 obj = json.load(open(sys.argv[1]))
 assert isinstance(obj, dict), "not an object"
 obj = {k: v for k, v in obj.items() if not k.startswith("exports.")}   # `stats exports`
 flat = [k for k, v in obj.items() if isinstance(v, (dict, list))]
 assert not flat, "not flat: %s" % flat
 text = dict(l.split(None, 1) for l in open(sys.argv[2]) if l.strip() and not l.startswith("#"))
+# a histogram bucket NAME{le="BOUND"} is the member NAME.le.BOUND
+text = {re.sub(r'\{le="([^"]+)"\}$', r'.le.\1', k): v for k, v in text.items()}
 if set(obj) != set(text):
     sys.exit("only in json: %s; only in text: %s" % (sorted(set(obj) - set(text)), sorted(set(text) - set(obj))))
 for k in text:
-    if k.startswith(("nfs3.", "mount3.", "upstream.calls.")) and float(text[k]) != obj[k]:
+    if k.startswith(("nfs3.", "mount3.", "upstream.calls.", "upstream.rtt.")) and float(text[k]) != obj[k]:
         sys.exit("%s: text %s, json %s" % (k, text[k].strip(), obj[k]))
 PY
 ok $? "stats --json has the names and values of stats" || diag "$(cat "$T_TMP/json.diff")"

@@ -2,7 +2,7 @@
 # 42-control: the control commands of running nfscached as a service.
 #   a) `stats --json` is valid JSON holding every counter of the design;
 #      `stats --prometheus` is well-formed (HELP and TYPE per family, legal
-#      names, counters end in _total)
+#      names, counters end in _total, the series of a histogram)
 #   b) `stats exports`: reads through /export and through a second export,
 #      /export2 (its own upstream file system id), each counted under its own
 #      export, and the per-export counters add up to the totals
@@ -46,12 +46,18 @@ for i, l in enumerate(open(sys.argv[1]), 1):
         _, _, n, t = l.split(" ", 3)
         if n in typ: errs.append("%d: second TYPE for %s" % (i, n))
         typ[n] = t
-        if t not in ("counter", "gauge"): errs.append("%d: type %s" % (i, t))
+        if t not in ("counter", "gauge", "histogram"): errs.append("%d: type %s" % (i, t))
     elif l:
         m = sample_re.match(l)
         if not m: errs.append("%d: not a sample: %r" % (i, l)); continue
         n = m.group(1); samples += 1
         if not name_re.match(n): errs.append("%d: bad name %s" % (i, n))
+        # a histogram's series: FAMILY_bucket (with le), FAMILY_sum, FAMILY_count
+        f = re.sub(r'_(bucket|sum|count)$', '', n)
+        if n not in typ and typ.get(f) == "histogram":
+            if n.endswith("_bucket") and 'le="' not in (m.group(2) or ""):
+                errs.append("%d: %s without le" % (i, n))
+            n = f
         if n not in help or n not in typ: errs.append("%d: %s without HELP and TYPE before it" % (i, n))
         elif typ[n] == "counter" and not n.endswith("_total"): errs.append("%d: counter %s without _total" % (i, n))
 if samples < 50: errs.append("only %d samples" % samples)
