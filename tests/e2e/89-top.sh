@@ -2,7 +2,8 @@
 # 89-top: nfscachectl top.  On a terminal (a detached tmux session of fixed
 # size on a private tmux server): the screen shows its labels; a file read
 # cold shows misses and MB/s fetched, read again (warm) a frame with READ
-# hits only, hit ratio 100.0%, MB/s local > 0 and nothing fetched; `q`
+# hits only, hit ratio 100.0%, MB/s local > 0 and nothing fetched; the
+# cold read's frame has the upstream READ round trip p50/p99; `q`
 # ends it with status 0, out of the alternate screen, the terminal modes
 # as before.  Not on a terminal (`top --once`, piped): one plain-text frame
 # without an ESC byte whose rates times the interval are the counters'
@@ -94,6 +95,16 @@ frame_where top 5 'm > 0 && f > 0'
 ok $? "tty: cold read: a frame with READ misses and MB/s fetched > 0" || diag "$(cat "$T_TMP/frame")"
 grep -Eq '^busiest/s +READ [0-9.]+' "$T_TMP/frame"
 ok $? "tty: cold read: READ is the busiest procedure" || diag "$(grep busiest "$T_TMP/frame")"
+cp "$T_TMP/frame" "$T_TMP/cold"
+rtt_read=$(field "$T_TMP/cold" READ 2)
+[[ "$rtt_read" =~ ^[0-9]+\.[0-9]{3}$ ]] &&
+    awk -v a="$rtt_read" -v b="$(field "$T_TMP/cold" READ 3)" 'BEGIN { exit !(a > 0 && b >= a) }'
+ok $? "tty: cold read: upstream READ round trip p50 ($rtt_read ms) > 0, p99 >= p50" ||
+    diag "$(grep -A 5 '^rtt' "$T_TMP/cold")"
+[[ "$(field "$T_TMP/cold" all 2)" =~ ^[0-9]+\.[0-9]{3}$ ]]
+ok $? "tty: cold read: a round trip p50 of all procedures"
+[[ "$(awk '$1 == "upstream" { print $6 }' "$T_TMP/cold")" =~ ^[0-9]+\.[0-9]{3}$ ]]
+ok $? "tty: the upstream's srtt in ms, from status" || diag "$(grep '^upstream' "$T_TMP/cold")"
 frame_where top 10 'h + p + m == 0'
 ok $? "tty: then a frame without READs" || diag "$(cat "$T_TMP/frame")"
 
@@ -171,6 +182,8 @@ close "$calls" "$(client_calls o0 o1)" 1 0.1
 ok $? "once: calls/s ($calls) x interval is the client calls' increase ($(client_calls o0 o1))"
 is "$(field "$T_TMP/once" READ/s 10)" 100.0% "once: hit ratio 100.0%"
 is "$(field "$T_TMP/once" MB/s 5)" 0.00 "once: nothing fetched"
+is "$(d o0 o1 upstream.calls.READ)" 0 "once: no READ went upstream (stats)"
+is "$(field "$T_TMP/once" READ 2)" - "once: so no READ round trip in the interval"
 is "$(wc -c < "$T_TMP/once.err")" 0 "once: nothing on stderr"
 
 # ---- the daemon stops --------------------------------------------------------
