@@ -5,7 +5,7 @@
 # hits only, hit ratio 100.0%, MB/s local > 0 and nothing fetched; the
 # cold read's frame has the upstream READ round trip p50/p99; `q`
 # ends it with status 0, out of the alternate screen, the terminal modes
-# as before.  Not on a terminal (`top --once`, piped): one plain-text frame
+# as before; a resize redraws to the new size; Ctrl-C ends it as `q` does.  Not on a terminal (`top --once`, piped): one plain-text frame
 # without an ESC byte whose rates times the interval are the counters'
 # increases over a read made inside the interval.  The daemon stopped
 # while top runs: the screen is left, the reason printed, status 2; and
@@ -120,6 +120,12 @@ is "$(field "$T_TMP/frame" MB/s 5)" 0.00 "tty: warm read: nothing fetched"
 num_ok "$(field "$T_TMP/frame" MB/s 3 | tr -d .)" -gt 0 "tty: warm read: MB/s local > 0"
 num_ok "$(field "$T_TMP/frame" calls/s 2 | tr -d .)" -gt 0 "tty: warm read: calls/s > 0"
 
+tm resize-window -t top -x 72 -y 12
+wait_for 5 sh -c "tmux -S '$TMUX_SOCK' capture-pane -p -t top | tail -n 1 | grep -q '^q: quit'"
+ok $? "tty: after a resize to 72x12 the screen is drawn to the new size (help on the last line)" ||
+    diag "$(screen top)"
+is "$(screen top | grep -c '^calls/s')" 1 "tty: resized: the rates are still shown"
+
 tm send-keys -t top q
 wait_for 10 test -s "$T_TMP/tty.rc"
 is "$(cat "$T_TMP/tty.rc" 2>/dev/null)" 0 "tty: q ends top with status 0"
@@ -185,6 +191,18 @@ is "$(field "$T_TMP/once" MB/s 5)" 0.00 "once: nothing fetched"
 is "$(d o0 o1 upstream.calls.READ)" 0 "once: no READ went upstream (stats)"
 is "$(field "$T_TMP/once" READ 2)" - "once: so no READ round trip in the interval"
 is "$(wc -c < "$T_TMP/once.err")" 0 "once: nothing on stderr"
+
+# ---- Ctrl-C ----------------------------------------------------------------------
+top_in_session intr intr
+wait_for 10 sh -c "tmux -S '$TMUX_SOCK' capture-pane -p -t intr | grep -q '^calls/s'"
+ok $? "intr: top draws its screen"
+tm send-keys -t intr C-c
+wait_for 10 test -s "$T_TMP/intr.rc"
+is "$(cat "$T_TMP/intr.rc" 2>/dev/null)" 0 "intr: Ctrl-C ends top with status 0"
+is "$(tm display-message -p -t intr '#{alternate_on}')" 0 "intr: the alternate screen is left"
+cmp -s "$T_TMP/intr.stty.before" "$T_TMP/intr.stty.after"
+ok $? "intr: the terminal modes are restored"
+touch "$T_TMP/intr.done"
 
 # ---- the daemon stops --------------------------------------------------------
 top_in_session gone gone
