@@ -212,7 +212,7 @@ static int top_main(int argc, char **argv, const char *path)
 	char *end;
 	int opt;
 
-	optind = 1;
+	optind = 0;        /* glibc: start a new scan */
 	while ((opt = getopt_long(argc, argv, "+oi:", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'o': o.once = 1; break;
