@@ -1,13 +1,17 @@
 /*
  * nfscachectl — the control client: sends one command line to nfscached's
- * control socket and prints the answer.  Exit 0 on "ok", 1 when the daemon
- * answers an error, 2 on usage errors or when the daemon cannot be reached.
+ * control socket and prints the answer, or (`top`) shows its rates live
+ * (ctl_top.c), asking once a connection as the one-shot commands do.
+ * Exit 0 on "ok", 1 when the daemon answers an error, 2 on usage errors or
+ * when the daemon cannot be reached.
  */
 #include "config.h"
 #include "common/xalloc.h"
+#include "daemon/ctl_top.h"
 
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +33,9 @@ static void usage(FILE *out)
 		"  flush                         write back all dirty data; returns when done\n"
 		"  invalidate EXPORT/PATH|--all  drop cached clean data (dirty data written back first)\n"
 		"  cull                          cull least-recently-used objects until above brun/frun\n"
+		"  top [--once] [--interval SECONDS]\n"
+		"                                live rates from stats and status (q quits); plain\n"
+		"                                text, one frame, with --once or when not on a terminal\n"
 		"stats reset, flush, invalidate and cull need root, the daemon's user or the socket's group\n"
 		"default socket: %s\n", DEFAULT_SOCKET);
 }
@@ -84,28 +91,30 @@ static int args_parse(int argc, char **argv, const char **socket_path, char *lin
 	return command_line_join(argc, argv, optind, line, len) == 0 ? -1 : CTL_EXIT_USAGE;
 }
 
-/* A socket connected to the daemon at `path`, or -1 after printing why. */
-static int daemon_socket_connected(const char *path)
+/* A socket connected to the daemon at `path`, or -1 with `why` filled. */
+static int daemon_socket_connected(const char *path, char *why, size_t why_len)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	int fd;
 
 	if (strlen(path) >= sizeof(sun.sun_path)) {
-		fprintf(stderr, "nfscachectl: socket path too long: %s\n", path);
+		snprintf(why, why_len, "socket path too long: %s", path);
 		return -1;
 	}
 	strcpy(sun.sun_path, path);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sun, sizeof(sun)) != 0) {
-		fprintf(stderr, "nfscachectl: cannot connect to %s: %s (is nfscached running?)\n", path,
-			strerror(errno));
+		snprintf(why, why_len, "cannot connect to %s: %s (is nfscached running?)", path,
+			 strerror(errno));
+		if (fd >= 0)
+			close(fd);
 		return -1;
 	}
 	return fd;
 }
 
-/* Write all of `line` to fd.  Returns 0, or -1 after printing. */
-static int command_send(int fd, const char *line, const char *path)
+/* Write all of `line` to fd.  Returns 0, or -1 with `why` filled. */
+static int command_send(int fd, const char *line, const char *path, char *why, size_t why_len)
 {
 	size_t len = strlen(line), off = 0;
 
@@ -114,7 +123,7 @@ static int command_send(int fd, const char *line, const char *path)
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			fprintf(stderr, "nfscachectl: write to %s: %s\n", path, strerror(errno));
+			snprintf(why, why_len, "write to %s: %s", path, strerror(errno));
 			return -1;
 		}
 		off += (size_t)n;
@@ -123,8 +132,8 @@ static int command_send(int fd, const char *line, const char *path)
 }
 
 /* Everything the daemon writes until it closes, NUL-terminated, its length
- * in *len; malloc'd.  NULL after printing on a read error. */
-static char *reply_read(int fd, const char *path, size_t *len)
+ * in *len; malloc'd.  NULL with `why` filled on a read error. */
+static char *reply_read(int fd, const char *path, size_t *len, char *why, size_t why_len)
 {
 	char *reply = NULL;
 	size_t cap = 0;
@@ -139,7 +148,7 @@ static char *reply_read(int fd, const char *path, size_t *len)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
-			fprintf(stderr, "nfscachectl: read from %s: %s\n", path, strerror(errno));
+			snprintf(why, why_len, "read from %s: %s", path, strerror(errno));
 			free(reply);
 			return NULL;
 		}
@@ -149,6 +158,81 @@ static char *reply_read(int fd, const char *path, size_t *len)
 	}
 	reply[*len] = '\0';
 	return reply;
+}
+
+/* One request on its own connection: send `line` to the daemon at `path`
+ * and read its whole answer into *reply (malloc'd, NUL-terminated, length
+ * *len).  Returns 0, or -1 with `why` filled when the daemon cannot be
+ * reached or the exchange fails. */
+static int ctl_request(const char *path, const char *line, char **reply, size_t *len, char *why,
+		       size_t why_len)
+{
+	int fd = daemon_socket_connected(path, why, why_len);
+
+	if (fd < 0)
+		return -1;
+	*reply = NULL;
+	if (command_send(fd, line, path, why, why_len) == 0)
+		*reply = reply_read(fd, path, len, why, why_len);
+	close(fd);
+	return *reply ? 0 : -1;
+}
+
+/* top_request_fn over ctl_request(); `arg` is the socket path. */
+static int top_request(void *arg, const char *line, char **reply, char *why, size_t why_len)
+{
+	const char *path = arg;
+	size_t len;
+
+	if (ctl_request(path, line, reply, &len, why, why_len) != 0)
+		return -1;
+	if (strncmp(*reply, "ok\n", 3) == 0) {
+		memmove(*reply, *reply + 3, len - 2);
+		return 0;
+	}
+	if (len == 0)
+		snprintf(why, why_len, "no answer from %s", path);
+	else
+		snprintf(why, why_len, "%.*s", (int)strcspn(*reply, "\n"),
+			 strncmp(*reply, "error: ", 7) == 0 ? *reply + 7 : *reply);
+	free(*reply);
+	*reply = NULL;
+	return len == 0 ? -1 : 1;
+}
+
+/* `nfscachectl top [--once] [--interval SECONDS]`: argv[0] is "top". */
+static int top_main(int argc, char **argv, const char *path)
+{
+	static const struct option opts[] = {
+		{ "once", no_argument, NULL, 'o' },
+		{ "interval", required_argument, NULL, 'i' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct top_opts o = { .interval_s = 1, .request = top_request, .request_arg = (void *)path };
+	char *end;
+	int opt;
+
+	optind = 0;        /* glibc: start a new scan */
+	while ((opt = getopt_long(argc, argv, "+oi:", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'o': o.once = 1; break;
+		case 'i':
+			o.interval_s = strtod(optarg, &end);
+			if (end == optarg || *end || !isfinite(o.interval_s) || o.interval_s < 0.1 ||
+			    o.interval_s > 3600) {
+				fprintf(stderr, "nfscachectl: top: --interval %s: seconds from 0.1 to 3600\n",
+					optarg);
+				return CTL_EXIT_USAGE;
+			}
+			break;
+		default: usage(stderr); return CTL_EXIT_USAGE;
+		}
+	}
+	if (optind != argc) {
+		usage(stderr);
+		return CTL_EXIT_USAGE;
+	}
+	return top_run(&o);
 }
 
 /* Print the reply's body to stdout ("ok") or its message to stderr
@@ -172,19 +256,19 @@ static int reply_exit_status(const char *reply, size_t len, const char *path)
 int main(int argc, char **argv)
 {
 	const char *path = DEFAULT_SOCKET;
-	char line[1024];
+	char line[1024], why[512];
+	char *reply;
 	size_t len;
 	int rc = args_parse(argc, argv, &path, line, sizeof(line));
 
 	if (rc >= 0)
 		return rc;
-	int fd = daemon_socket_connected(path);
-	if (fd < 0 || command_send(fd, line, path) != 0)
+	if (strcmp(argv[optind], "top") == 0)
+		return top_main(argc - optind, argv + optind, path);
+	if (ctl_request(path, line, &reply, &len, why, sizeof(why)) != 0) {
+		fprintf(stderr, "nfscachectl: %s\n", why);
 		return CTL_EXIT_USAGE;
-	char *reply = reply_read(fd, path, &len);
-	close(fd);
-	if (!reply)
-		return CTL_EXIT_USAGE;
+	}
 	rc = reply_exit_status(reply, len, path);
 	free(reply);
 	return rc;
