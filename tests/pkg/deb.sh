@@ -9,7 +9,8 @@
 # installed and enabled, runs as the nfscached user, which exists with its
 # group, and /var/cache/nfscached belongs to it; the man pages are there,
 # compressed.  Then a read through the INSTALLED nfscached, run as the unit
-# runs it (user nfscached, ambient CAP_NET_BIND_SERVICE), in front of a
+# runs it (user nfscached, ambient CAP_NET_BIND_SERVICE and CAP_SYS_RESOURCE;
+# its upstream connections from reserved ports), in front of a
 # ganesha upstream: a file read twice comes back whole, the second time from
 # the cache (cache.read.hits up, no upstream READ, says the installed
 # nfscachectl).  Last, `apt-get purge` removes it all again, and the user
@@ -153,10 +154,19 @@ done
 # ---- a read through the installed nfscached, run as the unit runs it ------
 NFSCACHED=$T_TMP/nfscached-as-user
 NFSCACHECTL=/usr/bin/nfscachectl
-cat > "$NFSCACHED" <<'EOS'
+# CAP_SYS_RESOURCE only where this machine's bounding set has it (a
+# container's may not; systemd would not grant it there either)
+caps=+net_bind_service
+bnd=$(awk '$1 == "CapBnd:" { print $2 }' /proc/self/status)
+if (( (16#$bnd >> 24) & 1 )); then
+    caps=$caps,+sys_resource
+else
+    diag "no CAP_SYS_RESOURCE in the bounding set here: ambient CAP_NET_BIND_SERVICE only"
+fi
+cat > "$NFSCACHED" <<EOS
 #!/bin/sh
-exec setpriv --reuid=nfscached --regid=nfscached --clear-groups \
-    --inh-caps=+net_bind_service --ambient-caps=+net_bind_service /usr/sbin/nfscached "$@"
+exec setpriv --reuid=nfscached --regid=nfscached --clear-groups \\
+    --inh-caps=$caps --ambient-caps=$caps /usr/sbin/nfscached "\$@"
 EOS
 chmod 755 "$NFSCACHED"
 # the user reaches its configuration, cache and control socket in T_TMP
@@ -169,6 +179,12 @@ setup
 pid_user=$(ps -o user= -p "$NFSCACHED_PID" 2>/dev/null | tr -d ' ')
 is "$pid_user" nfscached "the installed nfscached runs as user nfscached"
 is "$(readlink "/proc/$NFSCACHED_PID/exe")" /usr/sbin/nfscached "it is /usr/sbin/nfscached"
+# its connections to the upstream's NFS port: from reserved ports, which
+# CAP_NET_BIND_SERVICE alone lets it bind
+sports=$(ss -Htn state established "( dport = :$UP_NFS_PORT )" |
+    awk '{ n = split($3, a, ":"); print a[n] }' | sort -n | tr '\n' ' ')
+[ -n "$sports" ] && [ "$(awk '{ print $NF }' <<<"$sports")" -lt 1024 ]
+ok $? "its connections to the upstream come from reserved ports: ${sports:-none}"
 
 head -c 3000000 /dev/urandom > "$EXPORT_DIR/f"
 want=$(md5 "$EXPORT_DIR/f")
