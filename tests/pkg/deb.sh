@@ -8,7 +8,8 @@
 # -t passes on the shipped /etc/nfscached.conf, a conffile; the unit is
 # installed and enabled, runs as the nfscached user, which exists with its
 # group, and /var/cache/nfscached belongs to it; the man pages are there,
-# compressed.  Then a read through the INSTALLED nfscached, run as the unit
+# compressed; installed again over itself, it keeps an edited conffile.
+# Then a read through the INSTALLED nfscached, run as the unit
 # runs it (user nfscached, ambient CAP_NET_BIND_SERVICE and CAP_SYS_RESOURCE;
 # its upstream connections from reserved ports), in front of a
 # ganesha upstream: a file read twice comes back whole, the second time from
@@ -150,6 +151,19 @@ for page in man8/nfscached.8 man5/nfscached.conf.5 man8/nfscachectl.8; do
     ok $? "/usr/share/man/$page.gz is installed, compressed"
 done
 [ -x /usr/bin/nfscachectl ]; ok $? "/usr/bin/nfscachectl is installed"
+
+# the package again over itself (postinst configure of an upgrade): the
+# administrator's edit of the conffile stays, the user keeps its uid
+echo "# edited by the administrator" >> /etc/nfscached.conf
+cp /etc/nfscached.conf "$T_TMP/edited.conf"
+(cd "$T_TMP/build" && apt "${APT_OPTS[@]}" install --reinstall "./$(basename "$deb")") \
+    > "$T_TMP/reinstall.log" 2>&1
+ok $? "apt install --reinstall of the same .deb" || show "$T_TMP/reinstall.log" 40
+cmp -s /etc/nfscached.conf "$T_TMP/edited.conf"
+ok $? "keeps the edited /etc/nfscached.conf"
+is "$(id -u nfscached 2>&1)" "$uid" "and the user's uid"
+is "$(stat -c '%U:%G %a' /var/cache/nfscached 2>&1)" "nfscached:nfscached 750" \
+    "and the cache directory's owner and mode"
 
 # ---- a read through the installed nfscached, run as the unit runs it ------
 NFSCACHED=$T_TMP/nfscached-as-user
