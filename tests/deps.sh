@@ -3,9 +3,10 @@
 BUILD_PKGS="autoconf automake libtool pkg-config make gcc libnfs-dev libev-dev libbsd-dev
 libsqlite3-dev libtirpc-dev libinih-dev libsystemd-dev libmicrohttpd-dev libncurses-dev"
 DEMO_PKGS="$BUILD_PKGS libnfs-utils nfs-ganesha nfs-ganesha-vfs rpcbind iproute2"
-# clang and its fuzzer runtime (clang-14 only recommends it): tests/fuzz/
+# clang and its fuzzer runtime (clang-14 only recommends it): tests/fuzz/;
+# debhelper, dpkg-dev, build-essential, lintian: the Debian package (tests/pkg/)
 TEST_PKGS="$DEMO_PKGS tshark qemu-system-x86 busybox-static cpio python3 procps groff-base systemd
-clang libclang-rt-dev curl tmux"
+clang libclang-rt-dev curl tmux debhelper dpkg-dev build-essential lintian"
 
 # install_missing PKG...: apt-get install those not installed yet (root).
 install_missing() {

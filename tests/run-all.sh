@@ -6,7 +6,9 @@
 # of skipping. Starts a private rpcbind for ganesha when none answers and
 # stops it (by PID) at the end.
 # Then `make distcheck` (the release tarball builds, passes the unit tests,
-# installs and uninstalls), counted as one test.
+# installs and uninstalls), counted as one test, and tests/pkg/deb.sh: the
+# Debian package built from a copy of the tree, linted, installed, its
+# installed binaries tested, and purged again (its TAP results counted).
 # Counts the TAP results of every test, prints the logs of the tests that did
 # not pass, and ends with the line "N passed, N failed". Exit 1 if any failed.
 set -u
@@ -72,6 +74,25 @@ else
     for d in nfscached-*/; do
         [ -d "$d" ] && chmod -R u+w "$d" && rm -rf "$d"
     done
+fi
+
+# the Debian package (tests/pkg/deb.sh): each TAP result counted; a skipped
+# one, a missing plan or a failing exit status counts as a failure
+echo "=== tests/pkg/deb.sh (log: pkg.log)"
+pkg_t0=$SECONDS
+tests/pkg/deb.sh > pkg.log 2>&1
+pkg_rc=$?
+p=$(grep -E '^ok [0-9]+' pkg.log | grep -vc '# SKIP')
+f=$(grep -cE '^not ok [0-9]+|^ok [0-9]+.*# SKIP' pkg.log)
+plan=$(sed -n 's/^1\.\.\([0-9][0-9]*\)$/\1/p' pkg.log | tail -n 1)
+if [ "$pkg_rc" != 0 ] || [ "$plan" != "$((p + f))" ]; then
+    [ "$f" = 0 ] && f=1
+fi
+passed=$((passed + p)) failed=$((failed + f))
+echo "tests/pkg/deb.sh: $p passed, $f failed, $((SECONDS - pkg_t0)) s ($(grep -m1 '^# package step:' pkg.log | sed 's/^# //'))"
+if [ "$f" != 0 ]; then
+    echo "=== pkg.log"
+    cat pkg.log
 fi
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]

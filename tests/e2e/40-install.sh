@@ -1,6 +1,6 @@
 #!/bin/bash
 # `make install DESTDIR=...` from the build tree: binaries, configuration,
-# systemd unit and man pages at the configured paths; an edited configuration
+# systemd unit, sysusers.d file and man pages at the configured paths; an edited configuration
 # survives a second install and `make uninstall`; the installed unit passes
 # `systemd-analyze verify`; the man pages render without warnings.
 . "$(dirname "$0")/../lib.sh"
@@ -19,6 +19,7 @@ nfscached-print-dirs:
 	@echo "sysconfdir=$(sysconfdir)"
 	@echo "mandir=$(mandir)"
 	@echo "unitdir=$(systemdsystemunitdir)"
+	@echo "sysusersdir=$(sysusersdir)"
 EOF
 )
 ok $? "the Makefile names the installation directories"
@@ -27,7 +28,8 @@ bindir=$(sed -n 's/^bindir=//p' <<<"$dirs")
 sysconfdir=$(sed -n 's/^sysconfdir=//p' <<<"$dirs")
 mandir=$(sed -n 's/^mandir=//p' <<<"$dirs")
 unitdir=$(sed -n 's/^unitdir=//p' <<<"$dirs")
-diag "sbindir $sbindir, bindir $bindir, sysconfdir $sysconfdir, mandir $mandir, unit dir ${unitdir:-(none)}"
+sysusersdir=$(sed -n 's/^sysusersdir=//p' <<<"$dirs")
+diag "sbindir $sbindir, bindir $bindir, sysconfdir $sysconfdir, mandir $mandir, unit dir ${unitdir:-(none)}, sysusers.d ${sysusersdir:-(none)}"
 conf=$root$sysconfdir/nfscached.conf
 
 mk install DESTDIR="$root" > "$T_TMP/install.log" 2>&1
@@ -47,8 +49,28 @@ if [ -n "$unitdir" ]; then
     [ -s "$unit" ]; ok $? "nfscached.service is in systemd's unit directory"
     grep -qx "ExecStart=$sbindir/nfscached -f" "$unit"; ok $? "its ExecStart is the installed nfscached: $(grep ^ExecStart= "$unit")"
     grep -q '@[a-z_]*@' "$unit"; ok $((!$?)) "no substitution is left in the unit"
+    grep -qx 'User=nfscached' "$unit" && grep -qx 'Group=nfscached' "$unit"
+    ok $? "the unit runs as user and group nfscached"
 else
     skip "nfscached.service is installed" "configured --with-systemdsystemunitdir=no"
+fi
+sysusers=$root$sysusersdir/nfscached.conf
+if [ -n "$sysusersdir" ]; then
+    cmp -s "$sysusers" "$top_srcdir/etc/nfscached.sysusers"
+    ok $? "etc/nfscached.sysusers is installed as $sysusersdir/nfscached.conf"
+    if command -v systemd-sysusers >/dev/null; then
+        # what systemd-sysusers would create, in a root of its own
+        mkdir -p "$T_TMP/sysroot/etc"
+        out=$(systemd-sysusers --root="$T_TMP/sysroot" "$sysusers" 2>&1)
+        ok $? "systemd-sysusers takes it" || diag "$out"
+        grep -q '^nfscached:x:[0-9]*:[0-9]*:.*:/usr/sbin/nologin$' "$T_TMP/sysroot/etc/passwd" &&
+            grep -q '^nfscached:x:' "$T_TMP/sysroot/etc/group"
+        ok $? "and makes the system user and group nfscached" || diag "$(cat "$T_TMP/sysroot/etc/passwd" 2>&1)"
+    else
+        fail_or_skip "systemd-sysusers is not installed (Debian: systemd)"
+    fi
+else
+    skip "the sysusers.d file is installed" "configured --with-sysusersdir=no"
 fi
 
 # the administrator's configuration is never overwritten
@@ -62,8 +84,8 @@ grep -q "nfscached.conf exists: kept" "$T_TMP/install2.log"; ok $? "and says so"
 mk uninstall DESTDIR="$root" > "$T_TMP/uninstall.log" 2>&1
 ok $? "make uninstall succeeds" || diag "$(tail -n 20 "$T_TMP/uninstall.log")"
 [ ! -e "$root$sbindir/nfscached" ] && [ ! -e "$root$bindir/nfscachectl" ] &&
-    [ ! -e "$root$mandir/man8/nfscached.8" ] && [ ! -e "$unit" ]
-ok $? "and removes the binaries, man pages and unit"
+    [ ! -e "$root$mandir/man8/nfscached.8" ] && [ ! -e "$unit" ] && [ ! -e "$sysusers" ]
+ok $? "and removes the binaries, man pages, unit and sysusers.d file"
 cmp -s "$conf" "$T_TMP/edited.conf"; ok $? "but keeps the edited nfscached.conf"
 rm -f "$conf"
 mk install DESTDIR="$root" > "$T_TMP/install3.log" 2>&1 && mk uninstall DESTDIR="$root" >> "$T_TMP/install3.log" 2>&1
