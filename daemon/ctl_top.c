@@ -587,10 +587,8 @@ static char *frame_text(const struct top_sample *prev, const struct top_sample *
 	struct top_frame f;
 	char *text = NULL;
 	size_t len = 0;
-	FILE *m = open_memstream(&text, &len);
+	FILE *m = xopen_memstream(&text, &len);
 
-	if (!m)
-		abort();        /* out of memory, as xalloc does */
 	top_frame_compute(&f, prev, cur);
 	top_frame_write(m, &f);
 	fclose(m);
