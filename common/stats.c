@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "common/stats.h"
+#include "common/xalloc.h"
 
 struct nfsd_stats stats;
 
@@ -19,7 +20,7 @@ struct nfsd_stats stats;
 struct stats_export_entry {
 	int known;                      /* 0: the "-" entry (attributes unknown) */
 	uint64_t fsid;
-	char names[256];                /* export paths, ","-joined; "" = not learnt */
+	char *names;                    /* export paths, ","-joined, malloc'd; NULL = not learnt */
 	struct stats_export_counts c;
 };
 
@@ -48,21 +49,26 @@ struct stats_export_counts *stats_export(int known, uint64_t fsid)
 	return &export_find(known != 0, fsid, 1)->c;
 }
 
+/* The names of one file system stop growing at this length (bytes); the
+ * first always fits: an export path is at most MNTPATHLEN (1024). */
+#define STATS_EXPORT_NAMES_MAX 4096
+
 void stats_export_name(uint64_t fsid, const char *path)
 {
 	struct stats_export_entry *x = export_find(1, fsid, 1);
-	size_t have = strlen(x->names), n = strlen(path);
+	size_t have = x->names ? strlen(x->names) : 0, n = strlen(path);
 
 	if (x->known == 0)
 		return;   /* no slot left */
-	for (const char *p = x->names; *p;) {
+	for (const char *p = x->names; p && *p;) {
 		size_t w = strcspn(p, ",");
 		if (w == n && strncmp(p, path, n) == 0)
 			return;   /* known already */
 		p += w + (p[w] == ',');
 	}
-	if (have + n + 2 > sizeof(x->names))
+	if (have && have + n + 1 > STATS_EXPORT_NAMES_MAX)
 		return;
+	x->names = xreallocarray(x->names, have + n + 2, 1);
 	if (have)
 		x->names[have++] = ',';
 	memcpy(x->names + have, path, n + 1);
@@ -71,7 +77,7 @@ void stats_export_name(uint64_t fsid, const char *path)
 int stats_export_unnamed(void)
 {
 	for (size_t i = 0; i < stats_exports_n; i++)
-		if (stats_exports[i].known && !stats_exports[i].names[0])
+		if (stats_exports[i].known && !stats_exports[i].names)
 			return 1;
 	return 0;
 }
@@ -80,23 +86,74 @@ static const char *export_label(const struct stats_export_entry *x, char *buf, s
 {
 	if (!x->known)
 		return "-";
-	if (x->names[0])
+	if (x->names)
 		return x->names;
 	snprintf(buf, len, "fsid:0x%" PRIx64, x->fsid);
 	return buf;
 }
 
-/* A label value or JSON key: backslash, quote and newline escaped, other
- * control bytes shown as '?'. */
-static void put_escaped(FILE *out, const char *s)
+/* Bytes of the well-formed UTF-8 sequence at `s` (RFC 3629 §4: no
+ * overlong forms, no surrogates, nothing above U+10FFFF), 0 when there is
+ * none. */
+static size_t utf8_seq_len(const unsigned char *s)
 {
-	for (; *s; s++) {
+	unsigned char lo = 0x80, hi = 0xbf;
+	size_t n;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		n = 2;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef) {
+		n = 3;
+		if (s[0] == 0xe0)
+			lo = 0xa0;
+		else if (s[0] == 0xed)
+			hi = 0x9f;
+	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
+		n = 4;
+		if (s[0] == 0xf0)
+			lo = 0x90;
+		else if (s[0] == 0xf4)
+			hi = 0x8f;
+	} else
+		return 0;
+	if (s[1] < lo || s[1] > hi)
+		return 0;
+	for (size_t i = 2; i < n; i++)
+		if (s[i] < 0x80 || s[i] > 0xbf)
+			return 0;
+	return n;
+}
+
+/*
+ * An export name as a label value (text, Prometheus) or a JSON string:
+ * backslash, quote and newline escaped; a byte that is not part of
+ * well-formed UTF-8 written as the four characters \xHH, so that every
+ * output is valid UTF-8 and distinct names stay distinct.  Other control
+ * characters: Prometheus label values may hold them as they are, JSON
+ * strings as \u00HH, and text lines (one per counter) show them as \xHH.
+ */
+static void put_escaped(FILE *out, const char *str, enum stats_format fmt)
+{
+	const unsigned char *s = (const unsigned char *)str;
+
+	while (*s) {
+		size_t n = utf8_seq_len(s);
+
 		if (*s == '\\' || *s == '"')
 			fprintf(out, "\\%c", *s);
 		else if (*s == '\n')
 			fputs("\\n", out);
+		else if (n == 0)
+			fprintf(out, "\\\\x%02x", *s);   /* a backslash, escaped, then xHH */
+		else if (*s < 0x20 && fmt == STATS_JSON)
+			fprintf(out, "\\u%04x", *s);
+		else if (*s < 0x20 && fmt == STATS_TEXT)
+			fprintf(out, "\\\\x%02x", *s);
 		else
-			fputc((unsigned char)*s < 0x20 ? '?' : *s, out);
+			fwrite(s, 1, n, out);
+		s += n ? n : 1;
 	}
 }
 
@@ -195,7 +252,8 @@ static void emit_exports_prometheus(FILE *out)
 	fprintf(out, "# HELP %s %s, per export\n# TYPE %s counter\n", prom, help, prom);   \
 	for (size_t i = 0; i < stats_exports_n; i++) {                                      \
 		fprintf(out, "%s{export=\"", prom);                                         \
-		put_escaped(out, export_label(&stats_exports[i], buf, sizeof(buf)));        \
+		put_escaped(out, export_label(&stats_exports[i], buf, sizeof(buf)),        \
+			    STATS_PROMETHEUS);                                      \
 		fprintf(out, "\"} %" PRIu64 "\n", stats_exports[i].c.field);               \
 	}
 	STATS_EXPORT_COUNTERS(X)
@@ -216,11 +274,11 @@ static void emit_exports(struct emitter *e)
 #define X(field, name, help)                                                        \
 		if (e->fmt == STATS_JSON) {                                         \
 			fprintf(e->out, "%s\"exports.", e->n ? "," : "{");          \
-			put_escaped(e->out, label);                                 \
+			put_escaped(e->out, label, e->fmt);                         \
 			fprintf(e->out, ".%s\":%" PRIu64, name, stats_exports[i].c.field); \
 		} else {                                                            \
 			fprintf(e->out, "%s{export=\"", name);                      \
-			put_escaped(e->out, label);                                 \
+			put_escaped(e->out, label, e->fmt);                         \
 			fprintf(e->out, "\"} %" PRIu64 "\n", stats_exports[i].c.field); \
 		}                                                                   \
 		e->n++;

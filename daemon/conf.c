@@ -7,6 +7,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <ifaddrs.h>
 #include <ini.h>
 #include <inttypes.h>
@@ -625,6 +626,27 @@ static int check_absolute(const struct nfsd_conf *cfg, const char *section, cons
 	return -1;
 }
 
+/* Would listening on `a` and on `b` collide: one port (not 0, which picks
+ * a free one), one family, the same address or either the wildcard? */
+static int listen_overlap(const struct sockaddr *a, const struct sockaddr *b)
+{
+	if (a->sa_family != b->sa_family)
+		return 0;
+	if (a->sa_family == AF_INET) {
+		const struct sockaddr_in *x = (const void *)a, *y = (const void *)b;
+		return x->sin_port && x->sin_port == y->sin_port &&
+		       (x->sin_addr.s_addr == y->sin_addr.s_addr || x->sin_addr.s_addr == htonl(INADDR_ANY) ||
+			y->sin_addr.s_addr == htonl(INADDR_ANY));
+	}
+	if (a->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *x = (const void *)a, *y = (const void *)b;
+		return x->sin6_port && x->sin6_port == y->sin6_port &&
+		       (IN6_ARE_ADDR_EQUAL(&x->sin6_addr, &y->sin6_addr) ||
+			IN6_IS_ADDR_UNSPECIFIED(&x->sin6_addr) || IN6_IS_ADDR_UNSPECIFIED(&y->sin6_addr));
+	}
+	return 0;
+}
+
 int conf_finish(struct nfsd_conf *cfg, FILE *err)
 {
 	char bad[128], w[256], why[128];
@@ -640,6 +662,11 @@ int conf_finish(struct nfsd_conf *cfg, FILE *err)
 	if (*cfg->metrics_listen &&
 	    netaddr_parse_listen(cfg->metrics_listen, &cfg->metrics_addr, &cfg->metrics_addr_len) != 0) {
 		fprintf(err, "%s: metrics.listen: \"%s\" is not ADDRESS:PORT (a numeric address)\n",
+			key_origin(cfg, "metrics", "listen", w, sizeof(w)), cfg->metrics_listen);
+		rc = -1;
+	} else if (*cfg->metrics_listen && listen_ok &&
+		   listen_overlap((struct sockaddr *)&cfg->metrics_addr, (struct sockaddr *)&cfg->listen_addr)) {
+		fprintf(err, "%s: metrics.listen: \"%s\" is the port server.listen takes\n",
 			key_origin(cfg, "metrics", "listen", w, sizeof(w)), cfg->metrics_listen);
 		rc = -1;
 	}

@@ -137,15 +137,37 @@ static enum MHD_Result metrics_request_cb(void *cls, struct MHD_Connection *conn
 	return metrics_answer_metrics(connection);
 }
 
-/* Run libmicrohttpd once, then wake up again when it says it must run. */
+/* HTTP connections open now. */
+static unsigned metrics_connections(void)
+{
+	const union MHD_DaemonInfo *info =
+		MHD_get_daemon_info(metrics.mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+
+	return info ? info->num_connections : 0;
+}
+
+/*
+ * Run libmicrohttpd once, then wake up again when it says it must run.  At
+ * METRICS_CONNECTIONS_MAX it takes its listening socket out of its epoll
+ * set, and puts it back only in a run after connections closed: a run that
+ * closed some is followed by another at once, or connections waiting in
+ * the backlog would never be accepted (the epoll descriptor has nothing to
+ * report for them).
+ */
 static void metrics_run(void)
 {
 	MHD_UNSIGNED_LONG_LONG timeout_ms;
+	unsigned before = metrics_connections();
+	double after_s = -1;
 
 	MHD_run(metrics.mhd);
 	ev_timer_stop(metrics.loop, &metrics.timer);
-	if (MHD_get_timeout(metrics.mhd, &timeout_ms) == MHD_YES) {
-		ev_timer_set(&metrics.timer, (double)timeout_ms / 1000.0, 0.);
+	if (metrics_connections() < before)
+		after_s = 0;
+	else if (MHD_get_timeout(metrics.mhd, &timeout_ms) == MHD_YES)
+		after_s = (double)timeout_ms / 1000.0;
+	if (after_s >= 0) {
+		ev_timer_set(&metrics.timer, after_s, 0.);
 		ev_timer_start(metrics.loop, &metrics.timer);
 	}
 }

@@ -74,7 +74,7 @@ struct up_req {
 	struct upstream_call call;
 	struct up_conn *conn;          /* connection it was sent on, or NULL while waiting */
 	struct nfs_context *sent_on;   /* context that holds its PDU, or NULL */
-	ev_tstamp sent_at;             /* loop time it was last handed to libnfs */
+	double sent_at;                /* CLOCK_MONOTONIC seconds it was last handed to libnfs */
 	uint32_t xid;                  /* its XID on every send, once has_xid */
 	int has_xid;
 	unsigned queue_failures;       /* times libnfs refused to queue it */
@@ -327,6 +327,16 @@ int upstream_error_status(const char *msg)
 	return -1;
 }
 
+/* Seconds on CLOCK_MONOTONIC: round trips that a step of the wall clock
+ * cannot make negative or huge. */
+static double monotonic_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 static void up_rpc_cb(struct rpc_context *rpc, int status, void *data, void *priv)
 {
 	struct up_req *r = priv;
@@ -336,7 +346,7 @@ static void up_rpc_cb(struct rpc_context *rpc, int status, void *data, void *pri
 	switch (status) {
 	case RPC_STATUS_SUCCESS:
 		{
-			double rtt = ev_time() - r->sent_at;
+			double rtt = monotonic_s() - r->sent_at;
 			up->srtt = up->srtt == 0 ? rtt : up->srtt + (rtt - up->srtt) / 8;
 			stats_rtt_observe(r->call.desc->proc, rtt);
 		}
@@ -427,7 +437,7 @@ static void up_submit(struct up_conn *c, struct up_req *r)
 	}
 	r->conn = c;
 	r->sent_on = c->nfs;
-	r->sent_at = ev_time();
+	r->sent_at = monotonic_s();
 	list_add_tail(&up->sent, &r->link);
 	c->in_flight++;
 	c->calls++;

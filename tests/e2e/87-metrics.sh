@@ -230,6 +230,30 @@ done
 is "$bad" 0 "40 scrapes at once: each 200 with every line"
 is "$slow" 0 "40 scrapes at once: each within 2 s ($(cat "$T_TMP"/p*.r | awk '$2 > m { m = $2 } END { print "slowest " m " s" }'))"
 
+# every connection slot taken by kept-alive scrapes, all closed at once: the
+# connections waiting meanwhile, and later scrapes, are still answered
+timeout -k 2 30 python3 - "${MADDR%:*}" "${MADDR##*:}" > "$T_TMP/full.out" 2>&1 <<'PY'
+import socket, sys
+host, port = sys.argv[1].strip("[]"), int(sys.argv[2])
+held = []
+for _ in range(16):
+    s = socket.create_connection((host, port), timeout=10)
+    s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += s.recv(65536)
+    held.append(s)
+waiting = socket.create_connection((host, port), timeout=10)
+waiting.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+for s in held:
+    s.close()
+print(waiting.recv(64).split(b"\r\n")[0].decode())
+PY
+is "$(head -n 1 "$T_TMP/full.out")" "HTTP/1.1 200 OK" \
+    "16 kept-alive scrapes closed at once: the scrape waiting for a slot is answered"
+r=$(scrape full1)
+is "${r% *}" 200 "... and a scrape after them: 200"
+
 ( for i in 1 2 3 4 5 6; do nfs_cat "$(proxy_url big)" | md5sum; done > "$T_TMP/big.md5" 2>&1 ) &
 READER=$!
 track "$READER"
@@ -271,6 +295,12 @@ ok $? "a bad metrics.listen: FILE:LINE and the value" || diag "$(cat "$T_TMP/bad
 is "$?" 2 "metrics.listen=localhost:80 (not numeric): exit 2"
 grep -qF -- '-o metrics.listen=localhost:80: metrics.listen:' "$T_TMP/bad2.out"
 ok $? "-o metrics.listen: the override named" || diag "$(cat "$T_TMP/bad2.out")"
+"$NFSCACHED" -t -c "$T_TMP/nfscached.conf" -o server.listen=127.0.0.1:2049 \
+    -o metrics.listen=0.0.0.0:2049 > "$T_TMP/bad3.out" 2>&1
+is "$?" 2 "metrics.listen on the port of server.listen: exit 2 at -t"
+grep -qF -- '-o metrics.listen=0.0.0.0:2049: metrics.listen: "0.0.0.0:2049" is the port server.listen takes' \
+    "$T_TMP/bad3.out"
+ok $? "... saying so" || diag "$(cat "$T_TMP/bad3.out")"
 
 mkdir -p "$T_TMP/cache2"
 timeout 20 "$NFSCACHED" -f -c "$T_TMP/nfscached.conf" -o "cache.dir=$T_TMP/cache2" \

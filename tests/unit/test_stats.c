@@ -395,6 +395,64 @@ static void test_reset(void)
 	free(t);
 }
 
+/* What stats_write_exports() writes in `fmt`; the caller frees it. */
+static char *exports_written(enum stats_format fmt)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	stats_write_exports(f, fmt);
+	fclose(f);
+	return buf;
+}
+
+/* Export names from an upstream's EXPORT list: any bytes but NUL. */
+static void test_export_names(void)
+{
+	char longname[302];
+
+	diag("export names: escaped, valid UTF-8, distinct, any length");
+	stats_export(1, 0x10)->cache_read_hits = 1;
+	stats_export_name(0x10, "/c\tx");
+	stats_export(1, 0x11)->cache_read_hits = 2;
+	stats_export_name(0x11, "/c\rx");
+	stats_export(1, 0x12)->cache_read_hits = 3;
+	stats_export_name(0x12, "/bad\xff\xfe\xe2\x82");   /* not UTF-8, a cut sequence */
+	stats_export(1, 0x13)->cache_read_hits = 4;
+	stats_export_name(0x13, "/q\"b\\s\nn/\xc3\xa9");     /* quote, backslash, newline, U+00E9 */
+	memset(longname, 'l', sizeof(longname) - 1);
+	longname[0] = '/';
+	longname[sizeof(longname) - 1] = '\0';
+	stats_export(1, 0x14)->cache_read_hits = 5;
+	stats_export_name(0x14, longname);
+	ok(!stats_export_unnamed(), "every file system named, the 301-byte path too");
+
+	char *prom = exports_written(STATS_PROMETHEUS);
+	ok(strstr(prom, "nfscached_export_cache_read_hits_total{export=\"/c\tx\"} 1\n") != NULL,
+	   "Prometheus: a TAB stays as it is");
+	ok(strstr(prom, "nfscached_export_cache_read_hits_total{export=\"/c\rx\"} 2\n") != NULL,
+	   "Prometheus: a CR stays as it is: the two names stay distinct");
+	ok(strstr(prom, "{export=\"/bad\\\\xff\\\\xfe\\\\xe2\\\\x82\"} 3\n") != NULL,
+	   "Prometheus: bytes that are not UTF-8 written as \\xHH");
+	ok(strstr(prom, "{export=\"/q\\\"b\\\\s\\nn/\xc3\xa9\"} 4\n") != NULL,
+	   "Prometheus: quote, backslash and newline escaped, UTF-8 kept");
+	char want[400];
+	snprintf(want, sizeof(want), "{export=\"%s\"} 5\n", longname);
+	ok(strstr(prom, want) != NULL, "Prometheus: the long name in full");
+	free(prom);
+
+	char *json = exports_written(STATS_JSON);
+	ok(strstr(json, "\"exports./c\\u0009x.cache.read.hits\":1") != NULL, "JSON: a TAB as \\u0009");
+	ok(strstr(json, "\"exports./bad\\\\xff\\\\xfe\\\\xe2\\\\x82.cache.read.hits\":3") != NULL,
+	   "JSON: bytes that are not UTF-8 written as \\xHH");
+	free(json);
+
+	char *text = exports_written(STATS_TEXT);
+	ok(strstr(text, "cache.read.hits{export=\"/c\\\\x09x\"} 1\n") != NULL, "text: a TAB as \\x09");
+	free(text);
+}
+
 int main(void)
 {
 	test_edges();
@@ -402,5 +460,6 @@ int main(void)
 	test_json();
 	test_prometheus();
 	test_reset();
+	test_export_names();   /* last: the other checks see no export */
 	return done();
 }
