@@ -43,6 +43,9 @@ static void vars_add(struct top_vars *vars, const char *name, size_t name_len,
 	}
 	vars->v[vars->n].name = xasprintf("%.*s", (int)name_len, name);
 	vars->v[vars->n].value = xasprintf("%.*s", (int)value_len, value);
+	/* the frame prints them, to a terminal too */
+	top_text_printable(vars->v[vars->n].name);
+	top_text_printable(vars->v[vars->n].value);
 	vars->n++;
 }
 

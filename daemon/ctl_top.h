@@ -32,9 +32,10 @@ struct top_vars {
 /* Parse `text` (the body of a `stats` or `status` reply: lines "NAME VALUE",
  * NAME one word, VALUE the rest of the line; the "ok" line already removed)
  * into *vars, which must be zeroed or freed before.  Empty lines are
- * skipped.  Returns the number of lines kept, or -EINVAL (with *vars
- * emptied) at a non-empty line with no space or with an empty name or
- * value.  Allocation failure aborts. */
+ * skipped; control bytes in names and values are kept as '?'
+ * (top_text_printable).  Returns the number of lines kept, or -EINVAL
+ * (with *vars emptied) at a non-empty line with no space or with an empty
+ * name or value.  Allocation failure aborts. */
 int top_vars_parse(struct top_vars *vars, const char *text);
 
 /* Free the strings and array of *vars and zero it; NULL or an empty

@@ -88,6 +88,10 @@ frame_where() {
 # ---- on a terminal -----------------------------------------------------------
 top_in_session top tty
 track "$(tm display-message -p '#{pid}')"
+# one server for all sessions: a new session could otherwise reach the
+# server as it exits with the session before (tmux "server exited
+# unexpectedly")
+tm set-option -s exit-empty off
 wait_for 10 sh -c "tmux -S '$TMUX_SOCK' capture-pane -p -t top | grep -q '^calls/s'"
 ok $? "tty: top draws its screen" || diag "$(screen top)"
 screen top > "$T_TMP/first"

@@ -97,6 +97,10 @@ static void test_parse(void)
 	ok(top_vars_parse(&v, "n 99999999999999999999\n") == 1 &&
 	   top_vars_u64(&v, "n", &x) == -EINVAL, "parse: a value above 2^64 - 1 is not a number");
 	top_vars_free(&v);
+	ok(top_vars_parse(&v, "version 1\033]0;x\a\r\n") == 1 &&
+	   strcmp(top_vars_str(&v, "version"), "1?]0;x??") == 0,
+	   "parse: control bytes of a value are kept as '?'");
+	top_vars_free(&v);
 	top_vars_free(&v);
 	top_vars_free(NULL);
 }
