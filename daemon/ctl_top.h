@@ -32,9 +32,10 @@ struct top_vars {
 /* Parse `text` (the body of a `stats` or `status` reply: lines "NAME VALUE",
  * NAME one word, VALUE the rest of the line; the "ok" line already removed)
  * into *vars, which must be zeroed or freed before.  Empty lines are
- * skipped.  Returns the number of lines kept, or -EINVAL (with *vars
- * emptied) at a non-empty line with no space or with an empty name or
- * value.  Allocation failure aborts. */
+ * skipped; control bytes in names and values are kept as '?'
+ * (top_text_printable).  Returns the number of lines kept, or -EINVAL
+ * (with *vars emptied) at a non-empty line with no space or with an empty
+ * name or value.  Allocation failure aborts. */
 int top_vars_parse(struct top_vars *vars, const char *text);
 
 /* Free the strings and array of *vars and zero it; NULL or an empty
@@ -148,26 +149,57 @@ void top_frame_write(FILE *out, const struct top_frame *f);
 
 /* ---- the program ---------------------------------------------------------- */
 
+#define TOP_ANSWER_MIN_S 5.0    /* the shortest wait for one answer, seconds */
+
+/* How long top waits for the whole answer to one request, seconds: the
+ * interval, but at least TOP_ANSWER_MIN_S. */
+double top_answer_timeout_s(double interval_s);
+
+/* Replace in the NUL-terminated `s` every control byte (below 0x20, and
+ * 0x7f) by '?', so that text that came from the socket cannot drive the
+ * terminal it is printed on.  Bytes from 0x80 up (UTF-8) are kept. */
+void top_text_printable(char *s);
+
+/* How a request waits where its socket would block: until `fd` is ready
+ * for `events` (POLLIN, POLLOUT), or, with fd -1, for a short pause
+ * (TOP_RETRY_MS, for a retry), reading keys and watching signals
+ * meanwhile.  Returns 0 when the request may go on (fd ready, or the
+ * pause over: a retry finds out which), -ETIMEDOUT when the request's
+ * deadline passed, -ECANCELED when the user asked to quit (q, SIGINT,
+ * SIGTERM, SIGHUP).  `ctx` belongs to top_run(). */
+typedef int top_wait_fn(void *ctx, int fd, short events);
+
+#define TOP_RETRY_MS 50         /* the pause of a wait with fd -1 */
+
 /* Ask the daemon `line` (one command ending "\n") and return its whole
- * answer (malloc'd, NUL-terminated) in *reply.  Returns 0; -1 with `why`
- * (a message for the user) filled when the daemon cannot be reached or
- * closes without answering; 1 with `why` filled (and no *reply) when it
- * answers "error: ...". */
-typedef int top_request_fn(void *arg, const char *line, char **reply, char *why, size_t why_len);
+ * answer without the "ok" line (malloc'd, NUL-terminated, owned by the
+ * caller) in *reply.  It must not block: where its socket would, it calls
+ * wait(wait_ctx, fd, events) and gives up with any negative value that
+ * returns.  Returns 0; 1 with `why` (a message for the user; it may hold
+ * the socket's text) filled and no *reply when the daemon answers
+ * "error: ..." or something that is not an answer; -ETIMEDOUT or
+ * -ECANCELED from `wait` (`why` untouched); another -errno with `why`
+ * filled when the daemon cannot be reached or closes without answering. */
+typedef int top_request_fn(void *arg, const char *line, top_wait_fn *wait, void *wait_ctx,
+			   char **reply, char *why, size_t why_len);
 
 struct top_opts {
 	double interval_s;          /* between samples, > 0 */
+	double answer_timeout_s;    /* per request; 0: top_answer_timeout_s(interval_s) */
 	int once;                   /* print one frame as plain text and return */
 	top_request_fn *request;
 	void *request_arg;
 };
 
 /* Run the view: on a terminal (stdout a tty and !once) refresh a curses
- * screen every interval until `q`, Ctrl-C or SIGTERM; otherwise take two
- * samples one interval apart, print one frame to stdout and return.
- * Returns the exit status of nfscachectl(8): 0, 1 when the daemon answers
- * an error, 2 when it cannot be reached (the screen left and the reason
- * printed to stderr first). */
+ * screen every interval until `q` (read from stdin when it is a terminal),
+ * SIGINT, SIGTERM or SIGHUP; otherwise take two samples one interval
+ * apart, print one frame to stdout and return.  Every request has a
+ * deadline (answer_timeout_s); on the screen keys and signals are
+ * answered while a request waits too.  Returns the exit status of
+ * nfscachectl(8): 0, 1 when the daemon answers an error, 2 when it cannot
+ * be reached or does not answer in time (the screen left and the reason
+ * printed to stderr, control bytes as '?', first). */
 int top_run(const struct top_opts *o);
 
 #endif

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,101 +92,154 @@ static int args_parse(int argc, char **argv, const char **socket_path, char *lin
 	return command_line_join(argc, argv, optind, line, len) == 0 ? -1 : CTL_EXIT_USAGE;
 }
 
-/* A socket connected to the daemon at `path`, or -1 with `why` filled. */
-static int daemon_socket_connected(const char *path, char *why, size_t why_len)
+/* How a request waits where its socket would block: NULL (the one-shot
+ * commands) blocks in the system call, for as long as the daemon takes. */
+struct ctl_wait {
+	top_wait_fn *fn;
+	void *ctx;
+};
+
+/* A socket connected to the daemon at `path` into *fd (non-blocking when
+ * `w` is given).  Returns 0, the negative value of w->fn, or -errno with
+ * `why` filled. */
+static int daemon_socket_connected(const char *path, const struct ctl_wait *w, int *fd,
+				   char *why, size_t why_len)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	int fd;
+	int rc;
 
 	if (strlen(path) >= sizeof(sun.sun_path)) {
 		snprintf(why, why_len, "socket path too long: %s", path);
-		return -1;
+		return -ENAMETOOLONG;
 	}
 	strcpy(sun.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sun, sizeof(sun)) != 0) {
-		snprintf(why, why_len, "cannot connect to %s: %s (is nfscached running?)", path,
-			 strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return -1;
+	*fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | (w ? SOCK_NONBLOCK : 0), 0);
+	if (*fd < 0) {
+		rc = -errno;
+		goto fail;
 	}
-	return fd;
+	/* a full listen queue: EAGAIN on a non-blocking socket; try again */
+	while (connect(*fd, (struct sockaddr *)&sun, sizeof(sun)) != 0) {
+		rc = -errno;
+		if (rc == -EINTR)
+			continue;
+		if (rc != -EAGAIN || !w)
+			goto fail;
+		rc = w->fn(w->ctx, -1, 0);
+		if (rc < 0) {
+			close(*fd);
+			return rc;
+		}
+	}
+	return 0;
+fail:
+	snprintf(why, why_len, "cannot connect to %s: %s (is nfscached running?)", path,
+		 strerror(-rc));
+	if (*fd >= 0)
+		close(*fd);
+	return rc;
 }
 
-/* Write all of `line` to fd.  Returns 0, or -1 with `why` filled. */
-static int command_send(int fd, const char *line, const char *path, char *why, size_t why_len)
+/* Write all of `line` to fd.  Returns 0, the negative value of w->fn, or
+ * -errno with `why` filled. */
+static int command_send(int fd, const char *line, const char *path, const struct ctl_wait *w,
+			char *why, size_t why_len)
 {
 	size_t len = strlen(line), off = 0;
 
 	while (off < len) {
 		ssize_t n = write(fd, line + off, len - off);
 		if (n < 0) {
-			if (errno == EINTR)
+			int rc = -errno;
+
+			if (rc == -EINTR)
 				continue;
-			snprintf(why, why_len, "write to %s: %s", path, strerror(errno));
-			return -1;
+			if (rc == -EAGAIN && w) {
+				if ((rc = w->fn(w->ctx, fd, POLLOUT)) < 0)
+					return rc;
+				continue;
+			}
+			snprintf(why, why_len, "write to %s: %s", path, strerror(-rc));
+			return rc;
 		}
 		off += (size_t)n;
 	}
 	return 0;
 }
 
-/* Everything the daemon writes until it closes, NUL-terminated, its length
- * in *len; malloc'd.  NULL with `why` filled on a read error. */
-static char *reply_read(int fd, const char *path, size_t *len, char *why, size_t why_len)
+/* Everything the daemon writes until it closes, NUL-terminated, into
+ * *reply (malloc'd) and its length into *len.  Returns 0, the negative
+ * value of w->fn, or -errno with `why` filled (*reply NULL both times). */
+static int reply_read(int fd, const char *path, const struct ctl_wait *w, char **reply,
+		      size_t *len, char *why, size_t why_len)
 {
-	char *reply = NULL;
 	size_t cap = 0;
+	int rc = 0;
 
+	*reply = NULL;
 	*len = 0;
 	for (;;) {
 		if (cap - *len < 4096) {
 			cap = cap ? cap * 2 : 8192;
-			reply = xreallocarray(reply, cap + 1, 1);
+			*reply = xreallocarray(*reply, cap + 1, 1);
 		}
-		ssize_t n = read(fd, reply + *len, cap - *len);
+		ssize_t n = read(fd, *reply + *len, cap - *len);
 		if (n < 0 && errno == EINTR)
 			continue;
+		if (n < 0 && errno == EAGAIN && w) {
+			if ((rc = w->fn(w->ctx, fd, POLLIN)) < 0)
+				break;
+			continue;
+		}
 		if (n < 0) {
-			snprintf(why, why_len, "read from %s: %s", path, strerror(errno));
-			free(reply);
-			return NULL;
+			rc = -errno;
+			snprintf(why, why_len, "read from %s: %s", path, strerror(-rc));
+			break;
 		}
 		if (n == 0)
 			break;
 		*len += (size_t)n;
 	}
-	reply[*len] = '\0';
-	return reply;
+	if (rc < 0) {
+		free(*reply);
+		*reply = NULL;
+		return rc;
+	}
+	(*reply)[*len] = '\0';
+	return 0;
 }
 
 /* One request on its own connection: send `line` to the daemon at `path`
  * and read its whole answer into *reply (malloc'd, NUL-terminated, length
- * *len).  Returns 0, or -1 with `why` filled when the daemon cannot be
+ * *len), waiting through `w` (NULL: blocking).  Returns 0, the negative
+ * value of w->fn, or -errno with `why` filled when the daemon cannot be
  * reached or the exchange fails. */
-static int ctl_request(const char *path, const char *line, char **reply, size_t *len, char *why,
-		       size_t why_len)
+static int ctl_request(const char *path, const char *line, const struct ctl_wait *w, char **reply,
+		       size_t *len, char *why, size_t why_len)
 {
-	int fd = daemon_socket_connected(path, why, why_len);
+	int fd, rc = daemon_socket_connected(path, w, &fd, why, why_len);
 
-	if (fd < 0)
-		return -1;
 	*reply = NULL;
-	if (command_send(fd, line, path, why, why_len) == 0)
-		*reply = reply_read(fd, path, len, why, why_len);
+	if (rc < 0)
+		return rc;
+	rc = command_send(fd, line, path, w, why, why_len);
+	if (rc == 0)
+		rc = reply_read(fd, path, w, reply, len, why, why_len);
 	close(fd);
-	return *reply ? 0 : -1;
+	return rc;
 }
 
 /* top_request_fn over ctl_request(); `arg` is the socket path. */
-static int top_request(void *arg, const char *line, char **reply, char *why, size_t why_len)
+static int top_request(void *arg, const char *line, top_wait_fn *wait, void *wait_ctx,
+		       char **reply, char *why, size_t why_len)
 {
+	const struct ctl_wait w = { .fn = wait, .ctx = wait_ctx };
 	const char *path = arg;
 	size_t len;
+	int rc = ctl_request(path, line, &w, reply, &len, why, why_len);
 
-	if (ctl_request(path, line, reply, &len, why, why_len) != 0)
-		return -1;
+	if (rc < 0)
+		return rc;
 	if (strncmp(*reply, "ok\n", 3) == 0) {
 		memmove(*reply, *reply + 3, len - 2);
 		return 0;
@@ -197,7 +251,7 @@ static int top_request(void *arg, const char *line, char **reply, char *why, siz
 			 strncmp(*reply, "error: ", 7) == 0 ? *reply + 7 : *reply);
 	free(*reply);
 	*reply = NULL;
-	return len == 0 ? -1 : 1;
+	return len == 0 ? -ENODATA : 1;
 }
 
 /* `nfscachectl top [--once] [--interval SECONDS]`: argv[0] is "top". */
@@ -265,7 +319,7 @@ int main(int argc, char **argv)
 		return rc;
 	if (strcmp(argv[optind], "top") == 0)
 		return top_main(argc - optind, argv + optind, path);
-	if (ctl_request(path, line, &reply, &len, why, sizeof(why)) != 0) {
+	if (ctl_request(path, line, NULL, &reply, &len, why, sizeof(why)) != 0) {
 		fprintf(stderr, "nfscachectl: %s\n", why);
 		return CTL_EXIT_USAGE;
 	}

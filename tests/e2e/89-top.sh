@@ -7,7 +7,14 @@
 # ends it with status 0, out of the alternate screen, the terminal modes
 # as before; a resize redraws to the new size; Ctrl-C ends it as `q` does.  Not on a terminal (`top --once`, piped): one plain-text frame
 # without an ESC byte whose rates times the interval are the counters'
-# increases over a read made inside the interval.  The daemon stopped
+# increases over a read made inside the interval.  Stdin /dev/null on the
+# terminal: top still refreshes every interval without spinning (its CPU
+# time over 3 s from /proc) and SIGTERM ends it at once, status 0, the
+# terminal restored.  A socket answering control bytes: status 1, the
+# message without them.  The daemon SIGSTOPped: `top --once` exits 2
+# after the answer deadline (5 s) with the reason; on the screen `q` ends
+# top at once while a request waits, and without `q` top leaves the
+# screen after the deadline, says why, status 2.  The daemon stopped
 # while top runs: the screen is left, the reason printed, status 2; and
 # `top --once` with no daemon: status 2 with a message.
 TEST_TIMEOUT=${TEST_TIMEOUT:-240}
@@ -34,14 +41,17 @@ read_file() {
         diag "$(tail -n 3 "$T_TMP/cp.log")"
 }
 
-# top_in_session NAME TAG: `nfscachectl top` in a detached 100x30 session
-# NAME; the pane's shell records the terminal modes before and after in
-# T_TMP/TAG.stty.{before,after}, top's status in TAG.rc and its stderr in
-# TAG.err, then waits for T_TMP/TAG.done.
+# top_in_session NAME TAG [ARG...]: `nfscachectl top ARG...` in a detached
+# 100x30 session NAME; the pane's shell records the terminal modes before
+# and after in T_TMP/TAG.stty.{before,after}, top's PID in TAG.pid, its
+# status in TAG.rc and its stderr in TAG.err, then waits for T_TMP/TAG.done.
+# TOP_STDIN (default: the terminal) is top's stdin.
 top_in_session() {
     local t=$T_TMP/$2
     tm new-session -d -s "$1" -x 100 -y 30 \
-        "stty -g > $t.stty.before; '$NFSCACHECTL' -s '$CTL' top 2> $t.err; echo \$? > $t.rc;
+        "stty -g > $t.stty.before;
+         sh -c 'echo \$\$ > $t.pid; exec \"\$0\" \"\$@\"' '$NFSCACHECTL' -s '$CTL' top ${*:3} \
+             ${TOP_STDIN:+< $TOP_STDIN} 2> $t.err; echo \$? > $t.rc;
          stty -g > $t.stty.after; until [ -e $t.done ]; do sleep 0.1; done"
 }
 
@@ -78,6 +88,10 @@ frame_where() {
 # ---- on a terminal -----------------------------------------------------------
 top_in_session top tty
 track "$(tm display-message -p '#{pid}')"
+# one server for all sessions: a new session could otherwise reach the
+# server as it exits with the session before (tmux "server exited
+# unexpectedly")
+tm set-option -s exit-empty off
 wait_for 10 sh -c "tmux -S '$TMUX_SOCK' capture-pane -p -t top | grep -q '^calls/s'"
 ok $? "tty: top draws its screen" || diag "$(screen top)"
 screen top > "$T_TMP/first"
@@ -203,6 +217,106 @@ is "$(tm display-message -p -t intr '#{alternate_on}')" 0 "intr: the alternate s
 cmp -s "$T_TMP/intr.stty.before" "$T_TMP/intr.stty.after"
 ok $? "intr: the terminal modes are restored"
 touch "$T_TMP/intr.done"
+
+# ---- stdin not a terminal -----------------------------------------------------
+# cpu_ms PID: the user + system CPU time of PID so far, ms (/proc/PID/stat)
+cpu_ms() { awk -v hz="$(getconf CLK_TCK)" '{ print int(($14 + $15) * 1000 / hz) }' "/proc/$1/stat"; }
+TOP_STDIN=/dev/null top_in_session null null
+wait_for 10 sh -c "tmux -S '$TMUX_SOCK' capture-pane -p -t null | grep -q '^calls/s'"
+ok $? "null: stdin /dev/null: top draws its screen" || diag "$(screen null)"
+null_pid=$(cat "$T_TMP/null.pid")
+cpu0=$(cpu_ms "$null_pid")
+sleep 3
+cpu1=$(cpu_ms "$null_pid")
+num_ok $((cpu1 - cpu0)) -lt 500 "null: top used $((cpu1 - cpu0)) ms of CPU in 3 s: no busy loop"
+screen null | grep -Eq '^nfscached .* interval (0\.9|1\.[01])[0-9] s$'
+ok $? "null: the screen is redrawn every interval (1 s)" || diag "$(screen null | head -n 1)"
+t0=$(now_ms)
+kill -TERM "$null_pid"
+wait_for 10 test -s "$T_TMP/null.rc"
+took=$(( $(now_ms) - t0 ))
+is "$(cat "$T_TMP/null.rc" 2>/dev/null)" 0 "null: SIGTERM ends top with status 0"
+num_ok "$took" -lt 1000 "null: at once ($took ms; no key can be read)"
+is "$(tm display-message -p -t null '#{alternate_on}')" 0 "null: the alternate screen is left"
+cmp -s "$T_TMP/null.stty.before" "$T_TMP/null.stty.after"
+ok $? "null: the terminal modes are restored"
+is "$(wc -c < "$T_TMP/null.err")" 0 "null: nothing on stderr"
+touch "$T_TMP/null.done"
+
+# ---- a socket that is not the daemon's -----------------------------------------
+FAKE=$T_TMP/fake.sock
+python3 - "$FAKE" <<'PY' &
+import os, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1])
+s.listen(4)
+while True:
+    c, _ = s.accept()
+    c.recv(4096)
+    c.sendall(b"\x1b]0;title\x07\x1b[2Jnot\x7fthe daemon\r\x08\n")
+    c.close()
+PY
+track $!
+wait_for 10 test -S "$FAKE"
+timeout 30 "$NFSCACHECTL" -s "$FAKE" top --once > "$T_TMP/fake.out" 2> "$T_TMP/fake.err"
+is "$?" 1 "fake: an answer that is not \"ok\": status 1"
+is "$(cat "$T_TMP/fake.err")" "nfscachectl: ?]0;title??[2Jnot?the daemon??" \
+    "fake: its first line, control bytes as '?'"
+is "$(tr -d '\n' < "$T_TMP/fake.err" | LC_ALL=C tr -d '[:print:]' | wc -c)" 0 \
+    "fake: nothing but printable text and the newline on stderr"
+
+# ---- the daemon does not answer ------------------------------------------------
+# The daemon is SIGSTOPped (this test's daemon, by PID) and continued after.
+kill -STOP "$NFSCACHED_PID"
+t0=$(now_ms)
+timeout 30 "$NFSCACHECTL" -s "$CTL" top --once > "$T_TMP/hang" 2> "$T_TMP/hang.err"
+rc=$?
+took=$(( $(now_ms) - t0 ))
+kill -CONT "$NFSCACHED_PID"
+is "$rc" 2 "hang: top --once exits 2 when the daemon does not answer"
+num_ok "$took" -ge 5000 "hang: not before the 5 s deadline ($took ms)"
+num_ok "$took" -lt 9000 "hang: but after it, with a margin ($took ms)"
+is "$(cat "$T_TMP/hang.err")" "nfscachectl: the daemon did not answer within 5 s" "hang: and says why"
+is "$(wc -c < "$T_TMP/hang")" 0 "hang: nothing on stdout"
+ctl status > /dev/null
+ok $? "hang: the daemon answers again once continued"
+
+top_in_session stopq stopq --interval 0.5
+wait_for 10 sh -c "tmux -S '$TMUX_SOCK' capture-pane -p -t stopq | grep -q '^calls/s'"
+ok $? "stopq: top draws its screen"
+kill -STOP "$NFSCACHED_PID"
+sleep 1.5                               # a request is waiting now
+is "$(tm display-message -p -t stopq '#{alternate_on}')" 1 "stopq: the screen is still up"
+t0=$(now_ms)
+tm send-keys -t stopq q
+wait_for 10 test -s "$T_TMP/stopq.rc"
+took=$(( $(now_ms) - t0 ))
+kill -CONT "$NFSCACHED_PID"
+is "$(cat "$T_TMP/stopq.rc" 2>/dev/null)" 0 "stopq: q ends top with status 0 while the daemon is stopped"
+num_ok "$took" -lt 1000 "stopq: within 1 s of q ($took ms)"
+is "$(tm display-message -p -t stopq '#{alternate_on}')" 0 "stopq: the alternate screen is left"
+cmp -s "$T_TMP/stopq.stty.before" "$T_TMP/stopq.stty.after"
+ok $? "stopq: the terminal modes are restored"
+is "$(wc -c < "$T_TMP/stopq.err")" 0 "stopq: nothing on stderr"
+touch "$T_TMP/stopq.done"
+
+top_in_session stopdl stopdl --interval 0.5
+wait_for 10 sh -c "tmux -S '$TMUX_SOCK' capture-pane -p -t stopdl | grep -q '^calls/s'"
+ok $? "stopdl: top draws its screen"
+kill -STOP "$NFSCACHED_PID"
+t0=$(now_ms)
+wait_for 20 test -s "$T_TMP/stopdl.rc"
+took=$(( $(now_ms) - t0 ))
+kill -CONT "$NFSCACHED_PID"
+is "$(cat "$T_TMP/stopdl.rc" 2>/dev/null)" 2 "stopdl: no answer within the deadline: status 2"
+# a request sent just before SIGSTOP has its deadline a little earlier
+num_ok "$took" -ge 4500 "stopdl: not before the 5 s deadline ($took ms)"
+num_ok "$took" -lt 10000 "stopdl: but after it (+ the 0.5 s interval), with a margin ($took ms)"
+is "$(cat "$T_TMP/stopdl.err")" "nfscachectl: the daemon did not answer within 5 s" "stopdl: and says why"
+is "$(tm display-message -p -t stopdl '#{alternate_on}')" 0 "stopdl: the alternate screen is left"
+cmp -s "$T_TMP/stopdl.stty.before" "$T_TMP/stopdl.stty.after"
+ok $? "stopdl: the terminal modes are restored"
+touch "$T_TMP/stopdl.done"
 
 # ---- the daemon stops --------------------------------------------------------
 top_in_session gone gone

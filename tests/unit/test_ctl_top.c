@@ -2,11 +2,18 @@
  * test_ctl_top.c — the computing of `nfscachectl top` (daemon/ctl_top.c):
  * parsing `name value` replies, counter deltas across `stats reset`, rates,
  * quantiles from histogram bucket deltas (interpolation inside a bucket,
- * the +Inf bucket, procedures together), and one frame from two samples.
+ * the +Inf bucket, procedures together), one frame from two samples; and
+ * top_run() in plain text over a request function on a socket pair: the
+ * deadline of an answer, the exit statuses, control bytes of a message.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
+#include <poll.h>
 #include <stdlib.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "daemon/ctl_top.h"
 
@@ -89,6 +96,10 @@ static void test_parse(void)
 	is_int(top_vars_parse(&v, " 1\n"), -EINVAL, "parse: an empty name is refused");
 	ok(top_vars_parse(&v, "n 99999999999999999999\n") == 1 &&
 	   top_vars_u64(&v, "n", &x) == -EINVAL, "parse: a value above 2^64 - 1 is not a number");
+	top_vars_free(&v);
+	ok(top_vars_parse(&v, "version 1\033]0;x\a\r\n") == 1 &&
+	   strcmp(top_vars_str(&v, "version"), "1?]0;x??") == 0,
+	   "parse: control bytes of a value are kept as '?'");
 	top_vars_free(&v);
 	top_vars_free(&v);
 	top_vars_free(NULL);
@@ -294,6 +305,135 @@ static void test_frame(void)
 	top_sample_free(&b);
 }
 
+/* A daemon on a socket pair: each request waits (through top's wait) for
+ * one byte on fds[0], which `answer` writes first or not at all. */
+struct fake {
+	int fds[2];                 /* fds[0] non-blocking: the request's end */
+	int answer;                 /* 1: the byte is written, the request answered */
+	const char *error;          /* answer "error: ..." with this text */
+	int requests, waits;
+};
+
+static int fake_request(void *arg, const char *line, top_wait_fn *wait, void *wait_ctx,
+			char **reply, char *why, size_t why_len)
+{
+	struct fake *f = arg;
+	char byte;
+	int rc;
+
+	f->requests++;
+	if (f->answer && write(f->fds[1], "x", 1) != 1)
+		return -EIO;
+	while (read(f->fds[0], &byte, 1) != 1) {
+		f->waits++;
+		if ((rc = wait(wait_ctx, f->fds[0], POLLIN)) < 0)
+			return rc;
+	}
+	if (f->error) {
+		snprintf(why, why_len, "%s", f->error);
+		return 1;
+	}
+	*reply = strdup(strcmp(line, "stats\n") == 0 ? "nfs3.calls.READ 7\n" : "version 0.1.0\n");
+	return *reply ? 0 : -ENOMEM;
+}
+
+static double mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* top_run() --once over *f with its stdout and stderr into out[] and
+ * err[]; the seconds it took into *took_s.  Returns its status. */
+static int run_once(struct fake *f, double answer_timeout_s, char *out, size_t out_len,
+		    char *err, size_t err_len, double *took_s)
+{
+	struct top_opts o = { .interval_s = 0.1, .answer_timeout_s = answer_timeout_s, .once = 1,
+			      .request = fake_request, .request_arg = f };
+	FILE *fo = tmpfile(), *fe = tmpfile();
+	int saved_out, saved_err, rc;
+	size_t n;
+
+	if (!fo || !fe)
+		abort();
+	fflush(stdout);
+	fflush(stderr);
+	saved_out = dup(STDOUT_FILENO);
+	saved_err = dup(STDERR_FILENO);
+	dup2(fileno(fo), STDOUT_FILENO);
+	dup2(fileno(fe), STDERR_FILENO);
+	double t0 = mono_s();
+	rc = top_run(&o);
+	*took_s = mono_s() - t0;
+	fflush(stdout);
+	fflush(stderr);
+	dup2(saved_out, STDOUT_FILENO);
+	dup2(saved_err, STDERR_FILENO);
+	close(saved_out);
+	close(saved_err);
+	rewind(fo);
+	n = fread(out, 1, out_len - 1, fo);
+	out[n] = '\0';
+	rewind(fe);
+	n = fread(err, 1, err_len - 1, fe);
+	err[n] = '\0';
+	fclose(fo);
+	fclose(fe);
+	return rc;
+}
+
+static void test_run(void)
+{
+	struct fake f = { .answer = 1 };
+	char out[4096], err[1024];
+	double took_s;
+	int rc;
+
+	ok(top_answer_timeout_s(1) == TOP_ANSWER_MIN_S && top_answer_timeout_s(0.1) == TOP_ANSWER_MIN_S,
+	   "timeout: an interval shorter than %g s waits %g s for an answer", TOP_ANSWER_MIN_S,
+	   TOP_ANSWER_MIN_S);
+	ok(top_answer_timeout_s(60) == 60, "timeout: a longer interval waits the interval");
+	char text[] = "a\033[2J\tb\x7f\r\n\xc3\xa9";
+	top_text_printable(text);
+	ok(strcmp(text, "a?[2J?b???\xc3\xa9") == 0,
+	   "printable: control bytes and DEL as '?', UTF-8 kept (got \"%s\")", text);
+
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, f.fds) != 0 ||
+	    fcntl(f.fds[0], F_SETFL, O_NONBLOCK) != 0) {
+		diag("socketpair: %s", strerror(errno));
+		abort();
+	}
+	rc = run_once(&f, 0.3, out, sizeof(out), err, sizeof(err), &took_s);
+	is_int(rc, 0, "run: answered: status 0");
+	is_int(f.requests, 4, "run: stats and status, twice");
+	ok(strncmp(out, "nfscached 0.1.0  ", 17) == 0 && strstr(out, "\ncalls/s          0.0 "),
+	   "run: a frame of the answers on stdout");
+	is_int((long long)strlen(err), 0, "run: nothing on stderr");
+
+	f.answer = 0;
+	f.requests = f.waits = 0;
+	rc = run_once(&f, 0.3, out, sizeof(out), err, sizeof(err), &took_s);
+	is_int(rc, 2, "run: no answer: status 2");
+	ok(took_s >= 0.3 && took_s < TOP_ANSWER_MIN_S,
+	   "run: after the answer timeout (0.3 s), not before (took %.3f s)", took_s);
+	ok(f.requests == 1 && f.waits >= 1, "run: the first request waited and was given up (%d, %d)",
+	   f.requests, f.waits);
+	ok(strcmp(err, "nfscachectl: the daemon did not answer within 0.3 s\n") == 0,
+	   "run: the message says so (got \"%.*s\")", (int)strcspn(err, "\n"), err);
+	is_int((long long)strlen(out), 0, "run: nothing on stdout");
+
+	f.answer = 1;
+	f.error = "not\033]0;the daemon\a";
+	rc = run_once(&f, 0.3, out, sizeof(out), err, sizeof(err), &took_s);
+	is_int(rc, 1, "run: an error answer: status 1");
+	ok(strcmp(err, "nfscachectl: not?]0;the daemon?\n") == 0,
+	   "run: its text without control bytes (got \"%.*s\")", (int)strcspn(err, "\n"), err);
+	close(f.fds[0]);
+	close(f.fds[1]);
+}
+
 int main(void)
 {
 	test_parse();
@@ -301,5 +441,6 @@ int main(void)
 	test_quantile();
 	test_rtt();
 	test_frame();
+	test_run();
 	return done();
 }
