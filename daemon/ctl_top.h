@@ -4,9 +4,10 @@
  * replies taken one interval apart.
  *
  * The computing (parsing `name value` lines, deltas, rates, histogram
- * quantiles, one frame of text lines) is kept apart from the drawing
- * (curses on a terminal, plain text otherwise) so that it can be tested
- * without a daemon or a terminal.  Part of nfscachectl only.
+ * quantiles, one frame of text lines: ctl_top.c) is kept apart from the
+ * program (sampling with deadlines, curses on a terminal, plain text
+ * otherwise: ctl_top_screen.c) so that it can be tested without a daemon
+ * or a terminal.  Part of nfscachectl only.
  */
 #ifndef NFSCACHED_CTL_TOP_H
 #define NFSCACHED_CTL_TOP_H
@@ -147,7 +148,7 @@ void top_frame_compute(struct top_frame *f, const struct top_sample *prev,
  * escape codes) to `out`. */
 void top_frame_write(FILE *out, const struct top_frame *f);
 
-/* ---- the program ---------------------------------------------------------- */
+/* ---- the program (ctl_top_screen.c) ----------------------------------------- */
 
 #define TOP_ANSWER_MIN_S 5.0    /* the shortest wait for one answer, seconds */
 

@@ -22,16 +22,23 @@
 #define NFS3_GETATTR 1
 #define NFS3_READ 6
 
-/* What stats_write() writes in `fmt`; the caller frees it. */
-static char *written(enum stats_format fmt)
+/* What `write` (stats_write, stats_write_exports) writes in `fmt`; the
+ * caller frees it. */
+static char *written_by(void (*write)(FILE *, enum stats_format), enum stats_format fmt)
 {
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
 
-	stats_write(f, fmt);
+	write(f, fmt);
 	fclose(f);
 	return buf;
+}
+
+/* What stats_write() writes in `fmt`; the caller frees it. */
+static char *written(enum stats_format fmt)
+{
+	return written_by(stats_write, fmt);
 }
 
 /* The value of the text line "NAME VALUE" in `text`; -1 when there is none. */
@@ -395,18 +402,6 @@ static void test_reset(void)
 	free(t);
 }
 
-/* What stats_write_exports() writes in `fmt`; the caller frees it. */
-static char *exports_written(enum stats_format fmt)
-{
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-
-	stats_write_exports(f, fmt);
-	fclose(f);
-	return buf;
-}
-
 /* Export names from an upstream's EXPORT list: any bytes but NUL. */
 static void test_export_names(void)
 {
@@ -428,7 +423,7 @@ static void test_export_names(void)
 	stats_export_name(0x14, longname);
 	ok(!stats_export_unnamed(), "every file system named, the 301-byte path too");
 
-	char *prom = exports_written(STATS_PROMETHEUS);
+	char *prom = written_by(stats_write_exports, STATS_PROMETHEUS);
 	ok(strstr(prom, "nfscached_export_cache_read_hits_total{export=\"/c\tx\"} 1\n") != NULL,
 	   "Prometheus: a TAB stays as it is");
 	ok(strstr(prom, "nfscached_export_cache_read_hits_total{export=\"/c\rx\"} 2\n") != NULL,
@@ -442,13 +437,13 @@ static void test_export_names(void)
 	ok(strstr(prom, want) != NULL, "Prometheus: the long name in full");
 	free(prom);
 
-	char *json = exports_written(STATS_JSON);
+	char *json = written_by(stats_write_exports, STATS_JSON);
 	ok(strstr(json, "\"exports./c\\u0009x.cache.read.hits\":1") != NULL, "JSON: a TAB as \\u0009");
 	ok(strstr(json, "\"exports./bad\\\\xff\\\\xfe\\\\xe2\\\\x82.cache.read.hits\":3") != NULL,
 	   "JSON: bytes that are not UTF-8 written as \\xHH");
 	free(json);
 
-	char *text = exports_written(STATS_TEXT);
+	char *text = written_by(stats_write_exports, STATS_TEXT);
 	ok(strstr(text, "cache.read.hits{export=\"/c\\\\x09x\"} 1\n") != NULL, "text: a TAB as \\x09");
 	free(text);
 }
