@@ -354,13 +354,6 @@ void cache_attrs_update(struct cache_object *o, const fattr3 *a, uint64_t gen_at
 {
 	if (o->gen > gen_at_start || a->type != NF3REG)
 		return;   /* started before a change that completed meanwhile */
-	if (o->changes_in_flight > 0 && o->coh.known && !coherency_matches(o, a)) {
-		/* the upstream may have applied our WRITE or SETATTR still in
-		 * flight: its reply's wcc data decide, and the next call asks
-		 * again (Linux nfs_update_inode with writes outstanding) */
-		o->attr_time = 0;
-		return;
-	}
 	if (o->wb_recover != CACHE_RECOVER_NONE) {
 		/* dirty bytes from before a restart: written back only onto the
 		 * file they were written to, unchanged since */
@@ -375,7 +368,11 @@ void cache_attrs_update(struct cache_object *o, const fattr3 *a, uint64_t gen_at
 				 "to write back", (unsigned long long)o->id,
 				 (unsigned long long)object_uncommitted_bytes(o));
 	}
-	if (o->coh.known && !coherency_matches(o, a))
+	/* with a WRITE or SETATTR of ours in flight the upstream may have
+	 * applied it already: the attributes are taken and the data kept, its
+	 * reply's wcc data following (Linux nfs_update_inode with writes
+	 * outstanding) */
+	if (o->coh.known && !coherency_matches(o, a) && o->changes_in_flight == 0)
 		cache_invalidate(o, "changed upstream");
 	if (!o->coh.known || !coherency_matches(o, a))
 		set_coherency(o, a);

@@ -225,8 +225,8 @@ struct cache_object *cache_get(const uint8_t *fh, uint32_t fh_len);
  * completed since makes them stale, and they are ignored.  A size, mtime,
  * ctime or fileid different from the coherency data invalidates the data,
  * except while a change of ours is in flight: the upstream may already
- * have applied it, so the attributes are ignored and expire (the change's
- * wcc data decide, cache_change_done()).
+ * have applied it, so the attributes are taken and the data kept (the
+ * change's wcc data follow, cache_change_done()).
  */
 void cache_attrs_update(struct cache_object *o, const fattr3 *a, uint64_t gen_at_start);
 

@@ -531,8 +531,9 @@ static void test_changes_raced(void)
 	cache_change_begin(o);
 	cache_attrs_update(o, &mid, cache_seq());
 	is_int(stats.cache_invalidations, inv, "attributes changed while our WRITE is in flight: no invalidation");
-	is_int(o->coh.size, 2 << 20, "... and the coherency data wait for its reply");
-	ok(!cache_attrs_fresh(o), "... and the attributes expire");
+	is_int(o->coh.size, 3 << 20, "... the attributes are taken");
+	ok(cache_attrs_fresh(o), "... and fresh: the calls waiting for them go on locally");
+	is_int(holds(o, 0, 8192, 'f'), 0, "... and the fetched bytes are still served");
 	ok(cache_change_done(o, &c), "the WRITE's reply: ours");
 	cache_change_end(o);
 	cache_attrs_update(o, &mid, cache_seq());
