@@ -19,7 +19,7 @@
 # files read back their new bytes; the C files read back what the export
 # holds, the ones whose bytes the index did not record refetched from the
 # upstream (an upstream READ each at least).
-TEST_TIMEOUT=${TEST_TIMEOUT:-240}
+TEST_TIMEOUT=${TEST_TIMEOUT:-480}
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/../lib/sample.sh"
 needs_daemon "write-back and the start of nfscached after kill -9"
@@ -58,8 +58,12 @@ readset() {
 }
 # export_md5 FIRST COUNT: md5 of the export's files FIRST.. in name order
 export_md5() {
-    local i
-    for ((i = $1; i < $1 + $2; i++)); do cat "$DIR/$(printf 'f%05d' "$i")"; done | md5sum | cut -d' ' -f1
+    local i name files=()
+    for ((i = $1; i < $1 + $2; i++)); do
+        printf -v name '%s/f%05d' "$DIR" "$i"
+        files+=("$name")
+    done
+    cat "${files[@]}" /dev/null | md5sum | cut -d' ' -f1
 }
 # The writer: LOOKUPs, then one UNSTABLE WRITE of the file's new bytes at 0
 # for each name, 32 in flight on one connection; with a PID, SIGKILL to it

@@ -21,7 +21,7 @@
 # all still there (re-read: right, no upstream READ); the oldest A file left
 # after fill 1 that is not hot went (re-read: right, from an upstream READ),
 # as did a000, culled by fill 1.
-TEST_TIMEOUT=${TEST_TIMEOUT:-240}
+TEST_TIMEOUT=${TEST_TIMEOUT:-480}
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/../lib/sample.sh"
 needs_daemon "culling of nfscached across resident and non-resident objects"
