@@ -635,18 +635,31 @@ int cache_init(struct ev_loop *loop, const struct cache_config *cfg, const char 
 	}
 	cache_state.volume = xstrdup(volume);
 	table_grow();
+	if (!reset && persist_load() != 0) {
+		if (index_damaged(cache_state.index) && cache_state.count == 0) {
+			/* damaged since a clean stop (whose mark skipped the
+			 * quick_check), found before any object was loaded: as
+			 * if the check had failed */
+			cache_state.index = index_recreate(cache_state.index, cfg->dir);
+			if (!cache_state.index) {
+				rc = -EIO;
+				goto fail;
+			}
+			stats.cache_objects = stats.cache_bytes = 0;
+			reset = 1;
+		} else {
+			log_warning("cache: index in %s could not be read fully: using what was "
+				    "read", cfg->dir);
+		}
+	}
 	if (reset) {
 		log_warning("cache: index in %s was unusable: starting with an empty cache",
 			    cfg->dir);
 		if ((rc = backing_retire_all(cfg->dir)) != 0)
 			log_error("cache: cannot move the old backing files of %s away: %s",
 				  cfg->dir, strerror(-rc));
-	}
-	if (reset)
 		cache_state.all_resident = true;   /* an empty index */
-	if (!reset && persist_load() != 0)
-		log_warning("cache: index in %s could not be read fully: using what was read",
-			    cfg->dir);
+	}
 	uint64_t max_id = index_max_id(cache_state.index);
 	if (max_id >= cache_state.next_id)
 		cache_state.next_id = max_id + 1;

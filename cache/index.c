@@ -245,6 +245,7 @@ struct cache_index {
 	int gids_logged;                  /* index_load*: a bad gid list was logged in this load */
 	int was_clean;                    /* index_open: the clean stop mark was found */
 	int quick_checked;                /* index_open: quick_check ran (1) or was skipped (0) */
+	int damaged;                      /* a call met a damaged file (index_damaged) */
 };
 
 enum reader_stmt {
@@ -283,6 +284,7 @@ struct cache_index_reader {
 	char *volume;                     /* the last lookup's volume (volume_size bytes) */
 	size_t volume_size;
 	int gids_logged;                  /* a bad gid list was logged by this reader */
+	int damaged;                      /* a lookup met a damaged file (index_reader_damaged) */
 };
 
 /*
@@ -305,8 +307,26 @@ static uint64_t u64_from_db(int64_t v)
 	return (uint64_t)v;   /* modulo 2^64: well defined */
 }
 
-static void index_log_sqlite(const struct cache_index *ix, const char *what)
+/* 1 when the last error of `db` says its file is damaged, not merely busy
+ * or full: SQLITE_CORRUPT (extended codes included) or SQLITE_NOTADB. */
+static int sqlite_says_damaged(sqlite3 *db)
 {
+	int code = sqlite3_errcode(db) & 0xff;
+
+	return code == SQLITE_CORRUPT || code == SQLITE_NOTADB;
+}
+
+static void index_log_sqlite(struct cache_index *ix, const char *what)
+{
+	if (sqlite_says_damaged(ix->db)) {
+		if (!ix->damaged)
+			log_error("index: %s: %s: %s: the file is damaged; it is not marked "
+				  "clean at the stop, so the next start checks it (and starts "
+				  "with an empty cache if it must)", ix->path, what,
+				  sqlite3_errmsg(ix->db));
+		ix->damaged = 1;
+		return;
+	}
 	log_error("index: %s: %s: %s", ix->path, what, sqlite3_errmsg(ix->db));
 }
 
@@ -1168,7 +1188,37 @@ int index_load_pending(struct cache_index *ix, const char *volume,
 
 int index_mark_clean(struct cache_index *ix)
 {
+	if (ix->damaged) {
+		log_warning("index: %s: damaged while running: not marked clean", ix->path);
+		return -EIO;
+	}
 	return index_step_done(ix, ST_MARK_CLEAN);
+}
+
+int index_damaged(const struct cache_index *ix)
+{
+	return ix->damaged;
+}
+
+void index_set_damaged(struct cache_index *ix)
+{
+	ix->damaged = 1;
+}
+
+struct cache_index *index_recreate(struct cache_index *ix, const char *dir)
+{
+	char path[4096];
+
+	index_close(ix);
+	if ((size_t)snprintf(path, sizeof(path), "%s/index.sqlite", dir) >= sizeof(path)) {
+		log_error("index: %s: directory name too long", dir);
+		return NULL;
+	}
+	index_remove_files(path);
+	ix = index_try_open(path);
+	if (!ix)
+		log_error("index: %s: cannot create a fresh index", path);
+	return ix;
 }
 
 int index_drop_ranges(struct cache_index *ix, const char *volume)
@@ -1190,9 +1240,22 @@ int index_drop_ranges(struct cache_index *ix, const char *volume)
 	return ret;
 }
 
-static void index_reader_log(const struct cache_index_reader *r, const char *what)
+static void index_reader_log(struct cache_index_reader *r, const char *what)
 {
+	if (sqlite_says_damaged(r->db)) {
+		if (!r->damaged)
+			log_error("index: %s: %s: %s: the file is damaged; it is not marked "
+				  "clean at the stop, so the next start checks it", r->path, what,
+				  sqlite3_errmsg(r->db));
+		r->damaged = 1;
+		return;
+	}
 	log_error("index: %s: %s: %s", r->path, what, sqlite3_errmsg(r->db));
+}
+
+int index_reader_damaged(const struct cache_index_reader *r)
+{
+	return r->damaged;
 }
 
 /* Run a reader statement that returns no rows.  0, or -EIO after logging. */

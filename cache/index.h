@@ -87,9 +87,31 @@ void index_close(struct cache_index *ix);
  * Record a clean stop: the next index_open trusts the file without a
  * quick_check.  Call after the last index_write, right before index_close,
  * with nothing left to write (loop thread, synced to disk).  0, or -EIO
- * after logging (the next open then checks).
+ * after logging (the next open then checks), -EIO too when index_damaged.
  */
 int index_mark_clean(struct cache_index *ix);
+
+/*
+ * 1 when a call on ix met a damaged file (sqlite's SQLITE_CORRUPT or
+ * SQLITE_NOTADB: pages overwritten or zeroed while the daemon was stopped,
+ * which a clean stop's skipped quick_check does not see), else 0.  From then
+ * on index_mark_clean refuses, so the next index_open runs quick_check and
+ * starts afresh if the file fails it.  The first such error is logged once.
+ * index_set_damaged() records one a cache_index_reader met.  Any thread
+ * using ix (index.h's threading rule).
+ */
+int index_damaged(const struct cache_index *ix);
+void index_set_damaged(struct cache_index *ix);
+
+/*
+ * Close ix, remove DIR/index.sqlite (with its WAL and shared-memory files)
+ * and create a fresh, empty index there, as index_open does with a file that
+ * is not a usable index; the caller must drop every backing file.  For a
+ * start that found the file damaged (index_damaged) before loading
+ * anything.  Returns the new index, or NULL after logging (ix is closed
+ * either way).  Loop thread, blocks on the disk.
+ */
+struct cache_index *index_recreate(struct cache_index *ix, const char *dir);
 
 /*
  * How many objects of `volume` are stored and the sum of their valid bytes
@@ -224,5 +246,9 @@ void index_reader_close(struct cache_index_reader *r);
  */
 int index_lookup(struct cache_index_reader *r, const char *volume, const uint8_t *fh,
 		 uint32_t fh_len, struct index_record *rec);
+
+/* 1 when a lookup on r met a damaged file (as index_damaged), else 0.  The
+ * reader's thread, or any thread once no lookup runs. */
+int index_reader_damaged(const struct cache_index_reader *r);
 
 #endif

@@ -480,6 +480,9 @@ void cache_lookups_finish(void)
 void resident_finalise(void)
 {
 	cache_lookups_finish();
+	/* damage a lookup met keeps the index from being marked clean */
+	if (rs.reader && index_reader_damaged(rs.reader) && cache_state.index)
+		index_set_damaged(cache_state.index);
 	index_reader_close(rs.reader);
 	rs.reader = NULL;
 	while (!list_empty(&rs.absent_fifo)) {

@@ -1,7 +1,9 @@
 #!/bin/bash
 # 25-cache-index: the index across restarts.  A clean stop commits it and the
 # next start serves from the cache; a corrupt index never blocks start-up: the
-# cache starts empty, the old backing files are removed, and reads are right.
+# cache starts empty, the old backing files are removed, and reads are right;
+# pages zeroed after a clean stop (whose mark skips the check) are found by
+# that start's first read of the index, which starts afresh then.
 TEST_TIMEOUT=${TEST_TIMEOUT:-120}
 . "$(dirname "$0")/../lib.sh"
 needs_daemon "the cache index of nfscached"
@@ -38,4 +40,46 @@ is "$(find "$T_TMP/cache/objects" -type f | wc -l)" 0 "none is left among the ob
 reads=$(stat_value upstream.calls.READ)
 is "$(nfs_cat "$(proxy_url f)" | md5sum | cut -d' ' -f1)" "$SUM" "the read is right"
 num_ok "$(( $(stat_value upstream.calls.READ) - reads ))" -ge 1 "and came from the upstream"
+
+# pages zeroed after a clean stop: its mark skips the quick_check, so the
+# damage is found by the start's first read of the index (the totals), and
+# the cache starts afresh then, not at some later start
+stop_nfscached
+ok $? "clean stop"
+python3 - "$T_TMP/cache/index.sqlite" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+size = db.execute("PRAGMA page_size").fetchone()[0]
+pages = [r[0] for r in db.execute("SELECT rootpage FROM sqlite_master WHERE tbl_name = 'totals' AND rootpage > 1")]
+db.close()
+with open(sys.argv[1], "r+b") as f:
+    for p in pages:
+        f.seek((p - 1) * size)
+        f.write(bytes(size))
+PY
+ok $? "the totals' pages zeroed"
+L0=$(wc -l < "$T_TMP/nfscached.log")
+start_nfscached 2>"$T_TMP/start.err"
+ok $? "start after the damage"
+tail -n +"$((L0 + 1))" "$T_TMP/nfscached.log" > "$T_TMP/damage.log"
+grep -q "clean stop recorded, quick_check skipped" "$T_TMP/damage.log"
+ok $? "the clean stop's mark skipped the quick_check"
+grep -q "totals: .*the file is damaged" "$T_TMP/damage.log"
+ok $? "the damage is logged"
+grep -q "cache: index in .* was unusable: starting with an empty cache" "$T_TMP/damage.log"
+ok $? "and the cache starts afresh"
+is "$(ctl status | awk '$1 == "cache_objects" { print $2 }')" 0 "status: no object"
+reads=$(stat_value upstream.calls.READ)
+is "$(nfs_cat "$(proxy_url f)" | md5sum | cut -d' ' -f1)" "$SUM" "the read is right"
+num_ok "$(( $(stat_value upstream.calls.READ) - reads ))" -ge 1 "and came from the upstream"
+reads=$(stat_value upstream.calls.READ)
+is "$(nfs_cat "$(proxy_url f)" | md5sum | cut -d' ' -f1)" "$SUM" "read again"
+is "$(stat_value upstream.calls.READ)" "$reads" "from the cache: it works again"
+stop_nfscached
+start_nfscached 2>"$T_TMP/start.err"
+ok $? "a clean restart"
+is "$(ctl status | awk '$1 == "cache_objects" { print $2 }')" 1 "status: the object is in the new index"
+reads=$(stat_value upstream.calls.READ)
+is "$(nfs_cat "$(proxy_url f)" | md5sum | cut -d' ' -f1)" "$SUM" "read after it"
+is "$(stat_value upstream.calls.READ)" "$reads" "with no upstream READ"
 done_testing

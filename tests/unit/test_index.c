@@ -1115,6 +1115,102 @@ static void test_clean_mark(void)
 	index_close(ix);
 }
 
+/*
+ * Damage after a clean stop: its mark skips the quick_check, so a page
+ * zeroed while the daemon was stopped is met by the first call that reads
+ * it.  The index then counts as damaged: it is not marked clean again (the
+ * next open checks it and starts afresh), and index_recreate gives a fresh
+ * one at once.
+ */
+static void zero_totals_pages(struct cache_index *ix)
+{
+	static const uint8_t zeros[4096];
+	int64_t page_size = count_rows(ix, "PRAGMA page_size");
+	int64_t table = count_rows(ix, "SELECT rootpage FROM sqlite_master WHERE name = 'totals'");
+	int64_t autoindex = count_rows(ix, "SELECT rootpage FROM sqlite_master WHERE "
+				       "type = 'index' AND tbl_name = 'totals'");
+
+	ok(page_size == 4096 && table > 1 && autoindex > 1,
+	   "totals: table page %lld, its key's index page %lld (pages of %lld bytes)",
+	   (long long)table, (long long)autoindex, (long long)page_size);
+	is_int(index_mark_clean(ix), 0, "a clean stop");
+	index_close(ix);
+	if (table > 1)
+		write_file(db_path, (off_t)(table - 1) * 4096, zeros, sizeof(zeros));
+	if (autoindex > 1)
+		write_file(db_path, (off_t)(autoindex - 1) * 4096, zeros, sizeof(zeros));
+}
+
+static void test_damage_after_clean_stop(void)
+{
+	uint64_t objects = 0, bytes = 0;
+	int was_reset = -1;
+	struct cache_index *ix;
+
+	cleanup_files();
+	ix = index_open(dir, &was_reset);
+	is_int(index_write(ix, &r1, 1), 0, "write a record");
+	zero_totals_pages(ix);
+
+	capture_start_at(LOG_LEVEL_INFO);
+	ix = index_open(dir, &was_reset);
+	is_int(capture_end("clean stop recorded, quick_check skipped"), 1,
+	       "zeroed pages after a clean stop: quick_check skipped");
+	is_int(was_reset, 0, "not reset at open");
+	is_int(index_damaged(ix), 0, "not known to be damaged yet");
+	capture_start_at(LOG_LEVEL_ERROR);
+	ok(index_totals(ix, r1.volume, &objects, &bytes) < 0, "index_totals fails on the zeroed page");
+	ok(index_totals(ix, r1.volume, &objects, &bytes) < 0, "and again");
+	is_int(capture_end("the file is damaged"), 1, "the damage logged once");
+	is_int(index_damaged(ix), 1, "index_damaged");
+	ok(index_mark_clean(ix) < 0, "a damaged index is not marked clean");
+	index_close(ix);
+
+	capture_start_at(LOG_LEVEL_INFO);
+	ix = index_open(dir, &was_reset);
+	is_int(capture_end("quick_check skipped"), 0, "the next open checks it");
+	is_int(was_reset, 1, "and starts afresh");
+	ok(index_totals(ix, r1.volume, &objects, &bytes) == 0 && objects == 0,
+	   "the fresh index holds nothing");
+	is_int(index_write(ix, &r1, 1), 0, "write a record again");
+	zero_totals_pages(ix);
+
+	ix = index_open(dir, &was_reset);
+	ok(index_totals(ix, r1.volume, &objects, &bytes) < 0 && index_damaged(ix),
+	   "damaged again, found by index_totals");
+	ix = index_recreate(ix, dir);
+	ok(ix != NULL, "index_recreate");
+	if (!ix)
+		return;
+	is_int(index_damaged(ix), 0, "the fresh index is not damaged");
+	ok(index_totals(ix, r1.volume, &objects, &bytes) == 0 && objects == 0 && bytes == 0,
+	   "and holds nothing");
+	is_int(index_write(ix, &r1, 1), 0, "it takes records");
+	is_int(index_mark_clean(ix), 0, "and is marked clean");
+
+	/* a lookup meeting damage: the (volume, fh) index's page zeroed */
+	static const uint8_t zeros[4096];
+	int64_t page = count_rows(ix, "SELECT rootpage FROM sqlite_master WHERE type = 'index' "
+				  "AND tbl_name = 'objects' AND sql IS NULL");
+	index_close(ix);
+	ok(page > 1, "the objects' (volume, fh) index: page %lld", (long long)page);
+	if (page > 1)
+		write_file(db_path, (off_t)(page - 1) * 4096, zeros, sizeof(zeros));
+	ix = index_open(dir, &was_reset);
+	struct cache_index_reader *r = index_reader_open(dir);
+	struct index_record rec;
+	ok(r != NULL, "a reader");
+	if (!r) {
+		index_close(ix);
+		return;
+	}
+	is_int(index_reader_damaged(r), 0, "the reader: not known to be damaged yet");
+	ok(index_lookup(r, r1.volume, r1.fh, r1.fh_len, &rec) < 0, "a lookup fails on the zeroed page");
+	is_int(index_reader_damaged(r), 1, "index_reader_damaged");
+	index_reader_close(r);
+	index_close(ix);
+}
+
 #define BIG_OBJECTS 200000
 
 static double now_s(void)
@@ -1243,6 +1339,7 @@ int main(void)
 	test_lookup();
 	test_query_plans();
 	test_clean_mark();
+	test_damage_after_clean_stop();
 	test_open_big();
 	test_unwritable();
 	cleanup();
