@@ -671,26 +671,41 @@ static void index_remove_files(const char *path)
 	}
 }
 
+/* DIR/index.sqlite into path: 0, or -1 after logging when it does not fit. */
+static int index_path(const char *dir, char *path, size_t size)
+{
+	if ((size_t)snprintf(path, size, "%s/index.sqlite", dir) < size)
+		return 0;
+	log_error("index: %s: directory name too long", dir);
+	return -1;
+}
+
+/* A fresh index at `path`, whatever was there: NULL after logging. */
+static struct cache_index *index_fresh(const char *path)
+{
+	struct cache_index *ix;
+
+	index_remove_files(path);
+	ix = index_try_open(path);
+	if (!ix)
+		log_error("index: %s: cannot create a fresh index", path);
+	return ix;
+}
+
 struct cache_index *index_open(const char *dir, int *was_reset)
 {
 	struct cache_index *ix;
 	char path[4096];
 
 	*was_reset = 0;
-	if ((size_t)snprintf(path, sizeof(path), "%s/index.sqlite", dir) >= sizeof(path)) {
-		log_error("index: %s: directory name too long", dir);
+	if (index_path(dir, path, sizeof(path)) < 0)
 		return NULL;
-	}
 	ix = index_try_open(path);
 	if (ix)
 		return ix;
 	log_warning("index: %s unusable, starting with an empty cache", path);
-	index_remove_files(path);
 	*was_reset = 1;
-	ix = index_try_open(path);
-	if (!ix)
-		log_error("index: %s: cannot create a fresh index", path);
-	return ix;
+	return index_fresh(path);
 }
 
 /*
@@ -1210,15 +1225,7 @@ struct cache_index *index_recreate(struct cache_index *ix, const char *dir)
 	char path[4096];
 
 	index_close(ix);
-	if ((size_t)snprintf(path, sizeof(path), "%s/index.sqlite", dir) >= sizeof(path)) {
-		log_error("index: %s: directory name too long", dir);
-		return NULL;
-	}
-	index_remove_files(path);
-	ix = index_try_open(path);
-	if (!ix)
-		log_error("index: %s: cannot create a fresh index", path);
-	return ix;
+	return index_path(dir, path, sizeof(path)) < 0 ? NULL : index_fresh(path);
 }
 
 int index_drop_ranges(struct cache_index *ix, const char *volume)
@@ -1295,10 +1302,8 @@ struct cache_index_reader *index_reader_open(const char *dir)
 		log_error("index: sqlite is built without thread support: no lookups on a reader");
 		return NULL;
 	}
-	if ((size_t)snprintf(path, sizeof(path), "%s/index.sqlite", dir) >= sizeof(path)) {
-		log_error("index: %s: directory name too long", dir);
+	if (index_path(dir, path, sizeof(path)) < 0)
 		return NULL;
-	}
 	r = xcalloc(1, sizeof(*r));
 	r->path = xstrdup(path);
 	/* Its own connection, used by one thread at a time: no sqlite mutexes needed. */

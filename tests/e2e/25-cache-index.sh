@@ -12,17 +12,24 @@ setup
 
 head -c 3M /dev/urandom > "$EXPORT_DIR/f"
 SUM=$(md5 "$EXPORT_DIR/f")
-is "$(nfs_cat "$(proxy_url f)" | md5sum | cut -d' ' -f1)" "$SUM" "cold read through nfscached"
+# read_f WHAT: f read through nfscached is right; READS: the upstream READs it took
+read_f() {
+    local r0
+    r0=$(stat_value upstream.calls.READ)
+    is "$(nfs_cat "$(proxy_url f)" | md5sum | cut -d' ' -f1)" "$SUM" "$1"
+    READS=$(( $(stat_value upstream.calls.READ) - r0 ))
+}
+objects() { ctl status | awk '$1 == "cache_objects" { print $2 }'; }
+read_f "cold read through nfscached"
 stop_nfscached
 ok $? "clean stop"
 num_ok "$(find "$T_TMP/cache/objects" -type f | wc -l)" -eq 1 "one backing file"
 
 start_nfscached 2>"$T_TMP/start.err"
 ok $? "restart"
-is "$(ctl status | awk '$1 == "cache_objects" { print $2 }')" 1 "status: the object is back"
-reads=$(stat_value upstream.calls.READ)
-is "$(nfs_cat "$(proxy_url f)" | md5sum | cut -d' ' -f1)" "$SUM" "warm read after the restart"
-is "$(stat_value upstream.calls.READ)" "$reads" "with no upstream READ"
+is "$(objects)" 1 "status: the object is back"
+read_f "warm read after the restart"
+is "$READS" 0 "with no upstream READ"
 stop_nfscached
 
 # garbage over the index
@@ -31,15 +38,14 @@ rm -f "$T_TMP/cache/index.sqlite-wal" "$T_TMP/cache/index.sqlite-shm"
 start_nfscached 2>"$T_TMP/start.err"
 ok $? "start with a corrupt index"
 is "$(ctl status | awk '$1 == "cache" { print $2 }')" caching "the cache is on"
-is "$(ctl status | awk '$1 == "cache_objects" { print $2 }')" 0 "and empty"
+is "$(objects)" 0 "and empty"
 grep -q "cache: index in .* was unusable: starting with an empty cache" "$T_TMP/nfscached.log"
 ok $? "the log says the index was reset"
 for _ in $(seq 50); do [ -z "$(ls -A "$T_TMP"/cache/graveyard 2>/dev/null)" ] && break; sleep 0.1; done
 is "$(ls -A "$T_TMP"/cache/graveyard 2>/dev/null)" "" "the old backing files are removed"
 is "$(find "$T_TMP/cache/objects" -type f | wc -l)" 0 "none is left among the objects"
-reads=$(stat_value upstream.calls.READ)
-is "$(nfs_cat "$(proxy_url f)" | md5sum | cut -d' ' -f1)" "$SUM" "the read is right"
-num_ok "$(( $(stat_value upstream.calls.READ) - reads ))" -ge 1 "and came from the upstream"
+read_f "the read is right"
+num_ok "$READS" -ge 1 "and came from the upstream"
 
 # pages zeroed after a clean stop: its mark skips the quick_check, so the
 # damage is found by the start's first read of the index (the totals), and
@@ -68,18 +74,15 @@ grep -q "totals: .*the file is damaged" "$T_TMP/damage.log"
 ok $? "the damage is logged"
 grep -q "cache: index in .* was unusable: starting with an empty cache" "$T_TMP/damage.log"
 ok $? "and the cache starts afresh"
-is "$(ctl status | awk '$1 == "cache_objects" { print $2 }')" 0 "status: no object"
-reads=$(stat_value upstream.calls.READ)
-is "$(nfs_cat "$(proxy_url f)" | md5sum | cut -d' ' -f1)" "$SUM" "the read is right"
-num_ok "$(( $(stat_value upstream.calls.READ) - reads ))" -ge 1 "and came from the upstream"
-reads=$(stat_value upstream.calls.READ)
-is "$(nfs_cat "$(proxy_url f)" | md5sum | cut -d' ' -f1)" "$SUM" "read again"
-is "$(stat_value upstream.calls.READ)" "$reads" "from the cache: it works again"
+is "$(objects)" 0 "status: no object"
+read_f "the read is right"
+num_ok "$READS" -ge 1 "and came from the upstream"
+read_f "read again"
+is "$READS" 0 "from the cache: it works again"
 stop_nfscached
 start_nfscached 2>"$T_TMP/start.err"
 ok $? "a clean restart"
-is "$(ctl status | awk '$1 == "cache_objects" { print $2 }')" 1 "status: the object is in the new index"
-reads=$(stat_value upstream.calls.READ)
-is "$(nfs_cat "$(proxy_url f)" | md5sum | cut -d' ' -f1)" "$SUM" "read after it"
-is "$(stat_value upstream.calls.READ)" "$reads" "with no upstream READ"
+is "$(objects)" 1 "status: the object is in the new index"
+read_f "read after it"
+is "$READS" 0 "with no upstream READ"
 done_testing
